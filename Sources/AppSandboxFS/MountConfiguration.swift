@@ -1,0 +1,32 @@
+import SandboxPolicy
+
+/// Everything the file system needs to know about one mount.
+public struct MountConfiguration: Sendable {
+    /// Absolute path of the backing directory (the container's data).
+    public var backing: String
+    /// Absolute path where the container is mounted.
+    public var mountpoint: String
+    public var layout: ContainerLayout
+    /// A folder shown read-only as `<App>.app` instead of the backing one.
+    public var bundleOverride: String?
+    /// How long the kernel may trust names and attributes. The driver is the
+    /// only writer of its backing store, so long is safe; shorten it when
+    /// something else writes into the backing directory while mounted.
+    public var entryTimeout: Double = 1.0
+    public var attributeTimeout: Double = 1.0
+    /// Keep the kernel's page cache across opens (invalidated by the driver
+    /// when it learns a file changed).
+    public var keepCache = false
+    public var writebackCache = false
+    public var maxThreads = 10
+    /// Keep tmp's contents at unmount (T4).
+    public var keepTmp = false
+    /// Where denial lines go besides standard error.
+    public var denialLogFile: String?
+
+    public init(backing: String, mountpoint: String, layout: ContainerLayout) {
+        self.backing = backing
+        self.mountpoint = mountpoint
+        self.layout = layout
+    }
+}

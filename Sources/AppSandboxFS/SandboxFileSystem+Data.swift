@@ -1,0 +1,114 @@
+import BackingStore
+import FuseKit
+import Glibc
+import SandboxPolicy
+import SystemPackage
+
+// Open files: the handle given to the kernel is the backing descriptor.
+extension SandboxFileSystem {
+    func openOptions() -> OpenOptions {
+        OpenOptions(keepCache: configuration.keepCache)
+    }
+
+    @inline(__always)
+    func descriptor(_ handle: FileHandle) -> Int32 { Int32(truncatingIfNeeded: handle.rawValue) }
+
+    public func open(_ request: Request, node id: NodeID, flags: OpenFlags, reply: consuming ReplyOpen) {
+        let node = nodes.node(id)
+        if flags.writes || flags.truncates,
+           let denied = denial(.open(node.zone, write: flags.writes, truncate: flags.truncates), request,
+                               path: { mountPath(of: node) }) {
+            reply.error(denied)
+            return
+        }
+        var openFlags = flags.rawValue
+        // With the writeback cache the kernel may read to fill pages of a
+        // file opened write-only, and it handles O_APPEND itself.
+        if configuration.writebackCache {
+            if flags.accessMode == O_WRONLY { openFlags = (openFlags & ~O_ACCMODE) | O_RDWR }
+            openFlags &= ~O_APPEND
+        }
+        do {
+            let fd = try Backing.reopen(node.fd, flags: openFlags)
+            reply.opened(FileHandle(rawValue: UInt64(fd)), options: openOptions())
+        } catch {
+            reply.error(error)
+        }
+    }
+
+    public func read(_ request: Request, node: NodeID, handle: FileHandle, offset: off_t, size: Int, reply: consuming ReplyData) {
+        reply.fromDescriptor(descriptor(handle), offset: offset, size: size)
+    }
+
+    public func write(_ request: Request, node id: NodeID, handle: FileHandle, offset: off_t, data: UnsafeRawBufferPointer,
+                      reply: consuming ReplyWrite) {
+        let node = nodes.node(id)
+        if let denied = denial(.write(node.zone), request, path: { mountPath(of: node) }) {
+            reply.error(denied)
+            return
+        }
+        do {
+            reply.written(try Backing.pwrite(descriptor(handle), data, at: offset))
+        } catch {
+            reply.error(error)
+        }
+    }
+
+    public func flush(_ request: Request, node: NodeID, handle: FileHandle, reply: consuming ReplyStatus) {
+        reply.ok()
+    }
+
+    public func release(_ request: Request, node: NodeID, handle: FileHandle, flags: OpenFlags, reply: consuming ReplyStatus) {
+        Backing.close(descriptor(handle))
+        reply.ok()
+    }
+
+    public func fsync(_ request: Request, node: NodeID, handle: FileHandle, dataOnly: Bool, reply: consuming ReplyStatus) {
+        do {
+            try Backing.fsync(descriptor(handle), dataOnly: dataOnly)
+            reply.ok()
+        } catch {
+            reply.error(error)
+        }
+    }
+
+    public func fallocate(_ request: Request, node id: NodeID, handle: FileHandle, mode: Int32, offset: off_t, length: off_t,
+                          reply: consuming ReplyStatus) {
+        let node = nodes.node(id)
+        if let denied = denial(.allocate(node.zone), request, path: { mountPath(of: node) }) {
+            reply.error(denied)
+            return
+        }
+        do {
+            try Backing.fallocate(descriptor(handle), mode: mode, offset: offset, length: length)
+            reply.ok()
+        } catch {
+            reply.error(error)
+        }
+    }
+
+    public func copyFileRange(_ request: Request, from source: NodeID, handle sourceHandle: FileHandle, offset sourceOffset: off_t,
+                              to destination: NodeID, handle destinationHandle: FileHandle, offset destinationOffset: off_t,
+                              length: Int, flags: UInt32, reply: consuming ReplyWrite) {
+        let target = nodes.node(destination)
+        if let denied = denial(.write(target.zone), request, path: { mountPath(of: target) }) {
+            reply.error(denied)
+            return
+        }
+        do {
+            reply.written(try Backing.copyFileRange(from: descriptor(sourceHandle), at: sourceOffset,
+                                                    to: descriptor(destinationHandle), at: destinationOffset,
+                                                    length: length, flags: flags))
+        } catch {
+            reply.error(error)
+        }
+    }
+
+    public func lseek(_ request: Request, node: NodeID, handle: FileHandle, offset: off_t, whence: Int32, reply: consuming ReplyOffset) {
+        do {
+            reply.offset(try Backing.lseek(descriptor(handle), offset: offset, whence: whence))
+        } catch {
+            reply.error(error)
+        }
+    }
+}

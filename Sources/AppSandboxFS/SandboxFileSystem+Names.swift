@@ -1,0 +1,176 @@
+import BackingStore
+import CLinux
+import FuseKit
+import Glibc
+import SandboxPolicy
+import SystemPackage
+
+// Making, linking, renaming and removing names.
+extension SandboxFileSystem {
+    /// Creates with `make`, gives the new file to the caller, looks it up.
+    private func makeEntry(_ request: Request, parent: Node, name: UnsafePointer<CChar>,
+                           _ make: () throws(Errno) -> Void) throws(Errno) -> Entry {
+        try make()
+        try giveToCaller(request, in: parent, name)
+        let (node, attributes) = try lookupChild(parent, name)
+        return entry(for: node, stat: attributes)
+    }
+
+    public func mknod(_ request: Request, parent id: NodeID, name: FileName, mode: mode_t, device: dev_t, reply: consuming ReplyEntry) {
+        let parent = nodes.node(id)
+        if let denied = denial(.create(in: parent.zone), request, path: { mountPath(of: parent, child: name.cString) }) {
+            reply.error(denied)
+            return
+        }
+        do {
+            reply.entry(try makeEntry(request, parent: parent, name: name.cString) { () throws(Errno) in
+                try Backing.mknod(in: parent.fd, name.cString, mode: mode, device: device)
+            })
+        } catch {
+            reply.error(error)
+        }
+    }
+
+    public func mkdir(_ request: Request, parent id: NodeID, name: FileName, mode: mode_t, reply: consuming ReplyEntry) {
+        let parent = nodes.node(id)
+        if let denied = denial(.makeDirectory(in: parent.zone), request, path: { mountPath(of: parent, child: name.cString) }) {
+            reply.error(denied)
+            return
+        }
+        do {
+            reply.entry(try makeEntry(request, parent: parent, name: name.cString) { () throws(Errno) in
+                try Backing.mkdir(in: parent.fd, name.cString, mode: mode)
+            })
+        } catch {
+            reply.error(error)
+        }
+    }
+
+    public func symlink(_ request: Request, target: FileName, parent id: NodeID, name: FileName, reply: consuming ReplyEntry) {
+        let parent = nodes.node(id)
+        if let denied = denial(.makeSymlink(in: parent.zone), request, path: { mountPath(of: parent, child: name.cString) }) {
+            reply.error(denied)
+            return
+        }
+        // E1: where the link lands is decided lexically, from its folder.
+        if EscapeCheck.resolveInside(target: target.string, linkFolder: containerComponents(of: parent),
+                                     mountpoint: configuration.mountpoint) == nil {
+            denials.record(pid: request.caller.pid, operation: .fileWriteCreate, path: mountPath(of: parent, child: name.cString))
+            reply.error(.notPermitted)
+            return
+        }
+        do {
+            reply.entry(try makeEntry(request, parent: parent, name: name.cString) { () throws(Errno) in
+                try Backing.symlink(target.cString, in: parent.fd, name.cString)
+            })
+        } catch {
+            reply.error(error)
+        }
+    }
+
+    public func link(_ request: Request, node id: NodeID, newParent: NodeID, newName: FileName, reply: consuming ReplyEntry) {
+        let node = nodes.node(id)
+        let parent = nodes.node(newParent)
+        if let denied = denial(.link(source: node.zone, into: parent.zone), request,
+                               path: { mountPath(of: parent, child: newName.cString) }) {
+            reply.error(denied)
+            return
+        }
+        do {
+            try Backing.link(node.fd, in: parent.fd, newName.cString)
+            let (linked, attributes) = try lookupChild(parent, newName.cString)
+            reply.entry(entry(for: linked, stat: attributes))
+        } catch {
+            reply.error(error)
+        }
+    }
+
+    public func create(_ request: Request, parent id: NodeID, name: FileName, mode: mode_t, flags: OpenFlags,
+                       reply: consuming ReplyCreate) {
+        let parent = nodes.node(id)
+        if let denied = denial(.create(in: parent.zone), request, path: { mountPath(of: parent, child: name.cString) }) {
+            reply.error(denied)
+            return
+        }
+        let fd: Int32
+        do {
+            fd = try Backing.create(in: parent.fd, name.cString, flags: flags.rawValue, mode: mode)
+        } catch {
+            reply.error(error)
+            return
+        }
+        do {
+            try giveToCaller(request, in: parent, name.cString)
+            let (node, attributes) = try lookupChild(parent, name.cString)
+            reply.created(entry(for: node, stat: attributes), handle: FileHandle(rawValue: UInt64(fd)), options: openOptions())
+        } catch {
+            Backing.close(fd)
+            reply.error(error)
+        }
+    }
+
+    public func unlink(_ request: Request, parent id: NodeID, name: FileName, reply: consuming ReplyStatus) {
+        let parent = nodes.node(id)
+        if let denied = denial(.unlink(entry: zone(ofChild: name.cString, in: parent)), request,
+                               path: { mountPath(of: parent, child: name.cString) }) {
+            reply.error(denied)
+            return
+        }
+        do {
+            try Backing.unlink(in: parent.fd, name.cString)
+            reply.ok()
+        } catch {
+            reply.error(error)
+        }
+    }
+
+    public func rmdir(_ request: Request, parent id: NodeID, name: FileName, reply: consuming ReplyStatus) {
+        let parent = nodes.node(id)
+        if let denied = denial(.removeDirectory(entry: zone(ofChild: name.cString, in: parent)), request,
+                               path: { mountPath(of: parent, child: name.cString) }) {
+            reply.error(denied)
+            return
+        }
+        do {
+            try Backing.rmdir(in: parent.fd, name.cString)
+            reply.ok()
+        } catch {
+            reply.error(error)
+        }
+    }
+
+    public func rename(_ request: Request, parent id: NodeID, name: FileName, newParent newID: NodeID, newName: FileName,
+                       flags: RenameFlags, reply: consuming ReplyStatus) {
+        let parent = nodes.node(id)
+        let newParent = nodes.node(newID)
+        let moved = zone(ofChild: name.cString, in: parent)
+        let destination = zone(ofChild: newName.cString, in: newParent)
+        let operation: FileOperation
+        if flags.contains(.exchange) {
+            operation = .exchange(first: moved, second: destination)
+        } else {
+            let replacing = (try? Backing.stat(in: newParent.fd, newName.cString)) != nil ? destination : nil
+            operation = .rename(entry: moved, into: newParent.zone, replacing: replacing)
+        }
+        if let denied = denial(operation, request, path: { mountPath(of: parent, child: name.cString) }) {
+            reply.error(denied)
+            return
+        }
+        do {
+            try Backing.rename(in: parent.fd, name.cString, to: newParent.fd, newName.cString, flags: flags.rawValue)
+            // The moved file now lives in another zone; record it on its node
+            // (and on the other one of an exchange).
+            if let movedStat = try? Backing.stat(in: newParent.fd, newName.cString),
+               let node = nodes.existing(InodeKey(movedStat)) {
+                node.zone = destination
+            }
+            if flags.contains(.exchange), let otherStat = try? Backing.stat(in: parent.fd, name.cString),
+               let node = nodes.existing(InodeKey(otherStat)) {
+                node.zone = moved
+            }
+            reply.ok()
+        } catch {
+            reply.error(error)
+        }
+    }
+}

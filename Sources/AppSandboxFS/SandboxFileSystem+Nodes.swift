@@ -1,0 +1,128 @@
+import BackingStore
+import CLinux
+import FuseKit
+import Glibc
+import SandboxPolicy
+import SystemPackage
+
+// Looking files up and reading or changing their attributes.
+extension SandboxFileSystem {
+    public func lookup(_ request: Request, parent: NodeID, name: FileName, reply: consuming ReplyEntry) {
+        do {
+            let (node, attributes) = try lookupChild(nodes.node(parent), name.cString)
+            reply.entry(entry(for: node, stat: attributes))
+        } catch {
+            reply.error(error)
+        }
+    }
+
+    public func forget(_ node: NodeID, lookups: UInt64) {
+        nodes.forget(node, count: lookups)
+    }
+
+    public func getattr(_ request: Request, node: NodeID, handle: FileHandle?, reply: consuming ReplyAttributes) {
+        do {
+            reply.attributes(try Backing.stat(nodes.node(node).fd), timeout: configuration.attributeTimeout)
+        } catch {
+            reply.error(error)
+        }
+    }
+
+    public func setattr(_ request: Request, node id: NodeID, changes: AttributeChanges, handle: FileHandle?,
+                        reply: consuming ReplyAttributes) {
+        let node = nodes.node(id)
+        var change = AttributeChange()
+        if changes.mode != nil { change.insert(.mode) }
+        if changes.uid != nil || changes.gid != nil { change.insert(.owner) }
+        if changes.size != nil { change.insert(.size) }
+        if changes.accessTime != nil || changes.modificationTime != nil { change.insert(.times) }
+        if !change.isEmpty, let denied = denial(.setAttributes(node.zone, change), request, path: { mountPath(of: node) }) {
+            reply.error(denied)
+            return
+        }
+        do {
+            // An open handle is the better target: it works after chmod 0
+            // and for files that were unlinked while open.
+            let openFD = handle.map { Int32(truncatingIfNeeded: $0.rawValue) }
+            if let mode = changes.mode {
+                if let openFD { _ = try check(fchmod(openFD, mode)) } else { try Backing.chmod(node.fd, mode: mode) }
+            }
+            if changes.uid != nil || changes.gid != nil {
+                try Backing.chown(node.fd, uid: changes.uid ?? uid_t.max, gid: changes.gid ?? gid_t.max)
+            }
+            if let size = changes.size {
+                if let openFD { _ = try check(ftruncate(openFD, size)) } else { try Backing.truncate(node.fd, size: size) }
+            }
+            if changes.accessTime != nil || changes.modificationTime != nil {
+                let times = (Self.timespec(changes.accessTime), Self.timespec(changes.modificationTime))
+                if let openFD {
+                    var pair = [times.0, times.1]
+                    _ = try check(futimens(openFD, &pair))
+                } else {
+                    try Backing.setTimes(node.fd, times, isSymlink: node.isSymlink)
+                }
+            }
+            reply.attributes(try Backing.stat(node.fd), timeout: configuration.attributeTimeout)
+        } catch {
+            reply.error(error)
+        }
+    }
+
+    static func timespec(_ change: TimeChange?) -> Glibc.timespec {
+        switch change {
+        case nil: Glibc.timespec(tv_sec: 0, tv_nsec: asfs_UTIME_OMIT)
+        case .now: Glibc.timespec(tv_sec: 0, tv_nsec: asfs_UTIME_NOW)
+        case .to(let seconds, let nanoseconds): Glibc.timespec(tv_sec: seconds, tv_nsec: nanoseconds)
+        }
+    }
+
+    public func readlink(_ request: Request, node id: NodeID, reply: consuming ReplyReadlink) {
+        let node = nodes.node(id)
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        do {
+            let count = try buffer.withUnsafeMutableBufferPointer { b in
+                Result { () throws(Errno) in
+                    try Backing.readlink(node.fd, into: UnsafeMutableBufferPointer(rebasing: b[0..<(b.count - 1)]))
+                }
+            }.get()
+            buffer[count] = 0
+            // E2: a link that points out of the container (made in the
+            // backing directory directly) is listed but never followed.
+            let target = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let folder = containerComponents(of: node).dropLast()
+            if EscapeCheck.resolveInside(target: target, linkFolder: Array(folder), mountpoint: configuration.mountpoint) == nil {
+                denials.record(pid: request.caller.pid, operation: .fileReadData, path: mountPath(of: node))
+                reply.error(.notPermitted)
+                return
+            }
+            reply.target(buffer)
+        } catch {
+            reply.error(error)
+        }
+    }
+
+    public func statfs(_ request: Request, node: NodeID, reply: consuming ReplyStatfs) {
+        do {
+            reply.statfs(try Backing.statfs(nodes.node(node).fd))
+        } catch {
+            reply.error(error)
+        }
+    }
+
+    public func access(_ request: Request, node: NodeID, mask: Int32, reply: consuming ReplyStatus) {
+        // With default_permissions the kernel checks modes itself; only an
+        // existence check reaches here.
+        reply.ok()
+    }
+}
+
+/// `check` for calls made directly in this module.
+@inline(__always)
+func check<Result: BinaryInteger>(_ result: @autoclosure () -> Result) throws(Errno) -> Result {
+    while true {
+        let value = result()
+        if value != -1 { return value }
+        let code = Glibc.errno
+        if code != EINTR { throw Errno(rawValue: code) }
+    }
+}

@@ -1,0 +1,125 @@
+import BackingStore
+import FuseKit
+import Glibc
+import SandboxPolicy
+import SystemPackage
+
+// Extended attributes. Names are translated by `XattrNames` (X4), so that
+// `com.apple.MobileBackup` and friends can live on ext4 as `user.` names.
+// No answer here is ever ENOSYS: that would turn xattrs off for the mount.
+extension SandboxFileSystem {
+    /// Namespaces only root may touch; the driver runs as root, so it must
+    /// check for the caller.
+    private func privilegedNamespace(_ name: String) -> Bool {
+        name.hasPrefix("trusted.") || name.hasPrefix("security.")
+    }
+
+    public func setxattr(_ request: Request, node id: NodeID, name: FileName, value: UnsafeRawBufferPointer, flags: XattrFlags,
+                         reply: consuming ReplyStatus) {
+        let node = nodes.node(id)
+        if let denied = denial(.setExtendedAttribute(node.zone), request, path: { mountPath(of: node) }) {
+            reply.error(denied)
+            return
+        }
+        let visible = name.string
+        if visible.hasPrefix("system.") { reply.error(.notSupported); return }
+        if privilegedNamespace(visible) && request.caller.uid != 0 { reply.error(.notPermitted); return }
+        // ext4 refuses user attributes on symbolic links.
+        if node.isSymlink { reply.error(.notPermitted); return }
+        do {
+            try withCString(XattrNames.backingName(for: visible)) { (backing) throws(Errno) in
+                try Backing.setxattr(node.fd, backing, value, flags: flags.rawValue)
+            }
+            reply.ok()
+        } catch {
+            reply.error(error)
+        }
+    }
+
+    public func getxattr(_ request: Request, node id: NodeID, name: FileName, reply: consuming ReplyXattr) {
+        let node = nodes.node(id)
+        let visible = name.string
+        if visible.hasPrefix("system.") { reply.error(.notSupported); return }
+        if node.isSymlink { reply.error(.noData); return }
+        do {
+            let capacity = reply.capacity
+            let result: (Int, [UInt8]) = try withCString(XattrNames.backingName(for: visible)) { (backing) throws(Errno) in
+                if capacity == 0 {
+                    return (try Backing.getxattr(node.fd, backing, into: UnsafeMutableRawBufferPointer(start: nil, count: 0)), [])
+                }
+                var value = [UInt8](repeating: 0, count: capacity)
+                let count = try value.withUnsafeMutableBytes { buffer in
+                    Result { () throws(Errno) in try Backing.getxattr(node.fd, backing, into: buffer) }
+                }.get()
+                return (count, value)
+            }
+            if capacity == 0 {
+                reply.size(result.0)
+            } else {
+                reply.value(result.1[0..<result.0])
+            }
+        } catch {
+            reply.error(error)
+        }
+    }
+
+    public func listxattr(_ request: Request, node id: NodeID, reply: consuming ReplyXattr) {
+        let node = nodes.node(id)
+        if node.isSymlink {
+            if reply.capacity == 0 { reply.size(0) } else { reply.value(UnsafeRawBufferPointer(start: nil, count: 0)) }
+            return
+        }
+        do {
+            // Read the backing list (it may grow between the two calls).
+            var raw: [CChar] = []
+            while true {
+                let size = try Backing.listxattr(node.fd, into: UnsafeMutableBufferPointer(start: nil, count: 0))
+                raw = [CChar](repeating: 0, count: max(size, 1))
+                do {
+                    let count = try raw.withUnsafeMutableBufferPointer { b in
+                        Result { () throws(Errno) in try Backing.listxattr(node.fd, into: b) }
+                    }.get()
+                    raw.removeLast(raw.count - count)
+                    break
+                } catch where error == .outOfRange {
+                    continue
+                }
+            }
+            var list: [UInt8] = []
+            for backing in raw.split(separator: 0, omittingEmptySubsequences: true) {
+                let backingName = String(decoding: backing.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                list += Array(XattrNames.mountName(for: backingName).utf8)
+                list.append(0)
+            }
+            if reply.capacity == 0 {
+                reply.size(list.count)
+            } else if list.count > reply.capacity {
+                reply.error(.outOfRange)
+            } else {
+                reply.value(list[...])
+            }
+        } catch {
+            reply.error(error)
+        }
+    }
+
+    public func removexattr(_ request: Request, node id: NodeID, name: FileName, reply: consuming ReplyStatus) {
+        let node = nodes.node(id)
+        if let denied = denial(.removeExtendedAttribute(node.zone), request, path: { mountPath(of: node) }) {
+            reply.error(denied)
+            return
+        }
+        let visible = name.string
+        if visible.hasPrefix("system.") { reply.error(.notSupported); return }
+        if privilegedNamespace(visible) && request.caller.uid != 0 { reply.error(.notPermitted); return }
+        if node.isSymlink { reply.error(.noData); return }
+        do {
+            try withCString(XattrNames.backingName(for: visible)) { (backing) throws(Errno) in
+                try Backing.removexattr(node.fd, backing)
+            }
+            reply.ok()
+        } catch {
+            reply.error(error)
+        }
+    }
+}

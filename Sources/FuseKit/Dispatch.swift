@@ -1,0 +1,204 @@
+import CFuse
+import Glibc
+import SystemPackage
+
+/// Holds the file system for the C callbacks, which reach it through
+/// `fuse_req_userdata`: the callbacks themselves capture nothing.
+final class FileSystemBox: Sendable {
+    let fileSystem: any FileSystemOperations
+    init(_ fileSystem: any FileSystemOperations) { self.fileSystem = fileSystem }
+}
+
+@inline(__always)
+private func target(_ request: fuse_req_t?) -> any FileSystemOperations {
+    Unmanaged<FileSystemBox>.fromOpaque(fuse_req_userdata(request)!).takeUnretainedValue().fileSystem
+}
+
+@inline(__always)
+private func handle(_ info: UnsafeMutablePointer<fuse_file_info>?) -> FileHandle {
+    FileHandle(rawValue: info?.pointee.fh ?? 0)
+}
+
+private func decode(_ attr: UnsafeMutablePointer<stat>, _ toSet: Int32) -> AttributeChanges {
+    var changes = AttributeChanges()
+    let s = attr.pointee
+    if toSet & cfuse_SET_ATTR_MODE != 0 { changes.mode = s.st_mode }
+    if toSet & cfuse_SET_ATTR_UID != 0 { changes.uid = s.st_uid }
+    if toSet & cfuse_SET_ATTR_GID != 0 { changes.gid = s.st_gid }
+    if toSet & cfuse_SET_ATTR_SIZE != 0 { changes.size = s.st_size }
+    if toSet & cfuse_SET_ATTR_ATIME_NOW != 0 {
+        changes.accessTime = .now
+    } else if toSet & cfuse_SET_ATTR_ATIME != 0 {
+        changes.accessTime = .to(seconds: s.st_atim.tv_sec, nanoseconds: s.st_atim.tv_nsec)
+    }
+    if toSet & cfuse_SET_ATTR_MTIME_NOW != 0 {
+        changes.modificationTime = .now
+    } else if toSet & cfuse_SET_ATTR_MTIME != 0 {
+        changes.modificationTime = .to(seconds: s.st_mtim.tv_sec, nanoseconds: s.st_mtim.tv_nsec)
+    }
+    let known = cfuse_SET_ATTR_MODE | cfuse_SET_ATTR_UID | cfuse_SET_ATTR_GID | cfuse_SET_ATTR_SIZE
+        | cfuse_SET_ATTR_ATIME | cfuse_SET_ATTR_MTIME | cfuse_SET_ATTR_ATIME_NOW | cfuse_SET_ATTR_MTIME_NOW
+    changes.changesCtimeOnly = toSet & known == 0 && toSet & cfuse_SET_ATTR_CTIME != 0
+    return changes
+}
+
+/// The table of C callbacks handed to `fuse_session_new`. Each one decodes
+/// its arguments, wraps the request in a typed reply and calls the Swift
+/// method of the same name.
+func makeOperationTable() -> fuse_lowlevel_ops {
+    var ops = fuse_lowlevel_ops()
+    ops.`init` = { userdata, connection in
+        guard let userdata, let connection else { return }
+        let fs = Unmanaged<FileSystemBox>.fromOpaque(userdata).takeUnretainedValue().fileSystem
+        var settings = ConnectionSettings(
+            capable: connection.pointee.capable, want: connection.pointee.want,
+            maxWrite: connection.pointee.max_write, maxReadahead: connection.pointee.max_readahead,
+            maxBackground: connection.pointee.max_background,
+            congestionThreshold: connection.pointee.congestion_threshold,
+            timeGranularity: connection.pointee.time_gran)
+        fs.initialize(&settings)
+        connection.pointee.want = settings.want & settings.capable
+        connection.pointee.max_write = settings.maxWrite
+        connection.pointee.max_readahead = settings.maxReadahead
+        connection.pointee.max_background = settings.maxBackground
+        connection.pointee.congestion_threshold = settings.congestionThreshold
+        connection.pointee.time_gran = settings.timeGranularity
+    }
+    ops.destroy = { userdata in
+        guard let userdata else { return }
+        Unmanaged<FileSystemBox>.fromOpaque(userdata).takeUnretainedValue().fileSystem.destroy()
+    }
+    ops.lookup = { req, parent, name in
+        target(req).lookup(Request(req!), parent: NodeID(rawValue: parent), name: FileName(name!), reply: ReplyEntry(req!))
+    }
+    ops.forget = { req, node, lookups in
+        target(req).forget(NodeID(rawValue: node), lookups: lookups)
+        fuse_reply_none(req)
+    }
+    ops.forget_multi = { req, count, forgets in
+        let fs = target(req)
+        for index in 0..<count {
+            let item = forgets![index]
+            fs.forget(NodeID(rawValue: item.ino), lookups: item.nlookup)
+        }
+        fuse_reply_none(req)
+    }
+    ops.getattr = { req, node, info in
+        target(req).getattr(Request(req!), node: NodeID(rawValue: node), handle: info.map { FileHandle(rawValue: $0.pointee.fh) },
+                            reply: ReplyAttributes(req!))
+    }
+    ops.setattr = { req, node, attr, toSet, info in
+        target(req).setattr(Request(req!), node: NodeID(rawValue: node), changes: decode(attr!, toSet),
+                            handle: info.map { FileHandle(rawValue: $0.pointee.fh) }, reply: ReplyAttributes(req!))
+    }
+    ops.readlink = { req, node in
+        target(req).readlink(Request(req!), node: NodeID(rawValue: node), reply: ReplyReadlink(req!))
+    }
+    ops.mknod = { req, parent, name, mode, device in
+        target(req).mknod(Request(req!), parent: NodeID(rawValue: parent), name: FileName(name!), mode: mode, device: device,
+                          reply: ReplyEntry(req!))
+    }
+    ops.mkdir = { req, parent, name, mode in
+        target(req).mkdir(Request(req!), parent: NodeID(rawValue: parent), name: FileName(name!), mode: mode, reply: ReplyEntry(req!))
+    }
+    ops.unlink = { req, parent, name in
+        target(req).unlink(Request(req!), parent: NodeID(rawValue: parent), name: FileName(name!), reply: ReplyStatus(req!))
+    }
+    ops.rmdir = { req, parent, name in
+        target(req).rmdir(Request(req!), parent: NodeID(rawValue: parent), name: FileName(name!), reply: ReplyStatus(req!))
+    }
+    ops.symlink = { req, linkTarget, parent, name in
+        target(req).symlink(Request(req!), target: FileName(linkTarget!), parent: NodeID(rawValue: parent), name: FileName(name!),
+                            reply: ReplyEntry(req!))
+    }
+    ops.rename = { req, parent, name, newParent, newName, flags in
+        target(req).rename(Request(req!), parent: NodeID(rawValue: parent), name: FileName(name!),
+                           newParent: NodeID(rawValue: newParent), newName: FileName(newName!),
+                           flags: RenameFlags(rawValue: flags), reply: ReplyStatus(req!))
+    }
+    ops.link = { req, node, newParent, newName in
+        target(req).link(Request(req!), node: NodeID(rawValue: node), newParent: NodeID(rawValue: newParent),
+                         newName: FileName(newName!), reply: ReplyEntry(req!))
+    }
+    ops.open = { req, node, info in
+        target(req).open(Request(req!), node: NodeID(rawValue: node), flags: OpenFlags(rawValue: info!.pointee.flags),
+                         reply: ReplyOpen(req!, info!))
+    }
+    ops.create = { req, parent, name, mode, info in
+        target(req).create(Request(req!), parent: NodeID(rawValue: parent), name: FileName(name!), mode: mode,
+                           flags: OpenFlags(rawValue: info!.pointee.flags), reply: ReplyCreate(req!, info!))
+    }
+    ops.read = { req, node, size, offset, info in
+        target(req).read(Request(req!), node: NodeID(rawValue: node), handle: handle(info), offset: offset, size: size,
+                         reply: ReplyData(req!))
+    }
+    ops.write = { req, node, buffer, size, offset, info in
+        target(req).write(Request(req!), node: NodeID(rawValue: node), handle: handle(info), offset: offset,
+                          data: UnsafeRawBufferPointer(start: buffer, count: size), reply: ReplyWrite(req!))
+    }
+    ops.flush = { req, node, info in
+        target(req).flush(Request(req!), node: NodeID(rawValue: node), handle: handle(info), reply: ReplyStatus(req!))
+    }
+    ops.release = { req, node, info in
+        target(req).release(Request(req!), node: NodeID(rawValue: node), handle: handle(info),
+                            flags: OpenFlags(rawValue: info?.pointee.flags ?? 0), reply: ReplyStatus(req!))
+    }
+    ops.fsync = { req, node, dataOnly, info in
+        target(req).fsync(Request(req!), node: NodeID(rawValue: node), handle: handle(info), dataOnly: dataOnly != 0,
+                          reply: ReplyStatus(req!))
+    }
+    ops.opendir = { req, node, info in
+        target(req).opendir(Request(req!), node: NodeID(rawValue: node), flags: OpenFlags(rawValue: info!.pointee.flags),
+                            reply: ReplyOpen(req!, info!))
+    }
+    ops.readdir = { req, node, size, offset, info in
+        target(req).readdir(Request(req!), node: NodeID(rawValue: node), handle: handle(info), offset: offset,
+                            reply: ReplyDirectory(req!, capacity: size, plus: false))
+    }
+    ops.readdirplus = { req, node, size, offset, info in
+        target(req).readdir(Request(req!), node: NodeID(rawValue: node), handle: handle(info), offset: offset,
+                            reply: ReplyDirectory(req!, capacity: size, plus: true))
+    }
+    ops.releasedir = { req, node, info in
+        target(req).releasedir(Request(req!), node: NodeID(rawValue: node), handle: handle(info), reply: ReplyStatus(req!))
+    }
+    ops.fsyncdir = { req, node, dataOnly, info in
+        target(req).fsyncdir(Request(req!), node: NodeID(rawValue: node), handle: handle(info), dataOnly: dataOnly != 0,
+                             reply: ReplyStatus(req!))
+    }
+    ops.statfs = { req, node in
+        target(req).statfs(Request(req!), node: NodeID(rawValue: node), reply: ReplyStatfs(req!))
+    }
+    ops.access = { req, node, mask in
+        target(req).access(Request(req!), node: NodeID(rawValue: node), mask: mask, reply: ReplyStatus(req!))
+    }
+    ops.setxattr = { req, node, name, value, size, flags in
+        target(req).setxattr(Request(req!), node: NodeID(rawValue: node), name: FileName(name!),
+                             value: UnsafeRawBufferPointer(start: value, count: size), flags: XattrFlags(rawValue: flags),
+                             reply: ReplyStatus(req!))
+    }
+    ops.getxattr = { req, node, name, size in
+        target(req).getxattr(Request(req!), node: NodeID(rawValue: node), name: FileName(name!),
+                             reply: ReplyXattr(req!, capacity: size))
+    }
+    ops.listxattr = { req, node, size in
+        target(req).listxattr(Request(req!), node: NodeID(rawValue: node), reply: ReplyXattr(req!, capacity: size))
+    }
+    ops.removexattr = { req, node, name in
+        target(req).removexattr(Request(req!), node: NodeID(rawValue: node), name: FileName(name!), reply: ReplyStatus(req!))
+    }
+    ops.fallocate = { req, node, mode, offset, length, info in
+        target(req).fallocate(Request(req!), node: NodeID(rawValue: node), handle: handle(info), mode: mode, offset: offset,
+                              length: length, reply: ReplyStatus(req!))
+    }
+    ops.copy_file_range = { req, nodeIn, offsetIn, infoIn, nodeOut, offsetOut, infoOut, length, flags in
+        target(req).copyFileRange(Request(req!), from: NodeID(rawValue: nodeIn), handle: handle(infoIn), offset: offsetIn,
+                                  to: NodeID(rawValue: nodeOut), handle: handle(infoOut), offset: offsetOut,
+                                  length: length, flags: UInt32(truncatingIfNeeded: flags), reply: ReplyWrite(req!))
+    }
+    ops.lseek = { req, node, offset, whence, info in
+        target(req).lseek(Request(req!), node: NodeID(rawValue: node), handle: handle(info), offset: offset, whence: whence,
+                          reply: ReplyOffset(req!))
+    }
+    return ops
+}

@@ -1,0 +1,94 @@
+import CFuse
+import Glibc
+import SystemPackage
+
+/// Why a session could not start.
+public struct FuseSessionError: Error, CustomStringConvertible {
+    public var description: String
+}
+
+/// One FUSE connection: created with a file system and mount options,
+/// mounted, served by a multi-threaded loop until the mount goes away
+/// (`fusermount3 -u`, `umount`) or SIGTERM, SIGINT or SIGHUP arrives.
+public final class FuseSession: @unchecked Sendable {
+    // A thin wrapper of libfuse's session pointer; libfuse makes the calls
+    // used here safe from any thread once the session is mounted.
+    private let session: OpaquePointer
+    private let box: Unmanaged<FileSystemBox>
+    private var mounted = false
+
+    /// `options` are mount options as for `-o` (allow_other, fsname=...).
+    public init(fileSystem: any FileSystemOperations, options: [String], debug: Bool = false) throws {
+        var arguments = ["appsandboxfs"]
+        if !options.isEmpty { arguments += ["-o", options.joined(separator: ",")] }
+        if debug { arguments.append("-d") }
+        var cStrings: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) }
+        defer { cStrings.forEach { free($0) } }
+        let box = Unmanaged.passRetained(FileSystemBox(fileSystem))
+        var ops = makeOperationTable()
+        let created: OpaquePointer? = cStrings.withUnsafeMutableBufferPointer { buffer in
+            var args = cfuse_args(Int32(arguments.count), buffer.baseAddress)
+            defer { fuse_opt_free_args(&args) }
+            return fuse_session_new(&args, &ops, MemoryLayout<fuse_lowlevel_ops>.size, box.toOpaque())
+        }
+        guard let created else {
+            box.release()
+            throw FuseSessionError(description: "libfuse refused the options: \(options.joined(separator: ","))")
+        }
+        session = created
+        self.box = box
+    }
+
+    /// Mounts at `mountpoint`. The kernel queues requests until `run` serves them.
+    public func mount(at mountpoint: String) throws {
+        guard fuse_session_mount(session, mountpoint) == 0 else {
+            throw FuseSessionError(description: "cannot mount at \(mountpoint) (see the message above)")
+        }
+        mounted = true
+    }
+
+    /// Serves requests on up to `maxThreads` worker threads until the mount
+    /// is gone or a signal asks to stop, then unmounts. Returns the loop's status.
+    @discardableResult
+    public func run(maxThreads: Int, cloneDescriptor: Bool = false) -> Int32 {
+        fuse_set_signal_handlers(session)
+        let config = fuse_loop_cfg_create()
+        fuse_loop_cfg_set_max_threads(config, UInt32(maxThreads))
+        fuse_loop_cfg_set_idle_threads(config, UInt32(max(1, maxThreads / 2)))
+        fuse_loop_cfg_set_clone_fd(config, cloneDescriptor ? 1 : 0)
+        let status = fuse_session_loop_mt(session, config)
+        fuse_loop_cfg_destroy(config)
+        fuse_remove_signal_handlers(session)
+        unmount()
+        return status
+    }
+
+    /// Detaches the mount (idempotent).
+    public func unmount() {
+        if mounted {
+            fuse_session_unmount(session)
+            mounted = false
+        }
+    }
+
+    /// Tells the kernel to drop its cached entry `name` in `parent`.
+    @discardableResult
+    public func invalidateEntry(parent: NodeID, name: String) -> Errno? {
+        let result = name.withCString { fuse_lowlevel_notify_inval_entry(session, fuse_ino_t(parent.rawValue), $0, strlen($0)) }
+        return result == 0 ? nil : Errno(rawValue: -result)
+    }
+
+    /// Tells the kernel to drop cached attributes and data of `node`
+    /// (`length` 0: attributes only; -1 as offset: attributes only too).
+    @discardableResult
+    public func invalidateNode(_ node: NodeID, offset: off_t = 0, length: off_t = 0) -> Errno? {
+        let result = fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(node.rawValue), offset, length)
+        return result == 0 ? nil : Errno(rawValue: -result)
+    }
+
+    deinit {
+        unmount()
+        fuse_session_destroy(session)
+        box.release()
+    }
+}

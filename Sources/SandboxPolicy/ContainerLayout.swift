@@ -1,0 +1,87 @@
+/// The shape of one app container: which names at which places are the
+/// system folders, and so which zone every path lies in.
+///
+/// ```
+/// <root>/
+///   <AppName>.app/              bundleFolder, below it: bundle
+///   Documents/                  documentsFolder, below it: documents
+///   Documents/Inbox/            inboxFolder, below it: inbox
+///   Library/                    libraryFolder, below it: library
+///   Library/Caches/             cachesFolder, below it: caches
+///   Library/Preferences/        preferencesFolder, below it: preferences
+///   tmp/                        tmpFolder, below it: tmp
+///   anything else at the root   rootOther, and below it too
+/// ```
+///
+/// Names are compared byte for byte, as the backing file system compares them:
+/// `documents` is not `Documents`, and an app name is not matched by another
+/// Unicode spelling of it (Swift's `==` would call those equal).
+public struct ContainerLayout: Sendable, Hashable {
+    /// The app's name, without `.app`.
+    public let appName: String
+    /// The bundle folder's name at the container root: `appName + ".app"`.
+    public let bundleName: String
+
+    /// `appName` must be a plain name: check it with `problemWithAppName(_:)` first.
+    public init(appName: String) {
+        precondition(Self.problemWithAppName(appName) == nil,
+                     "not a plain app name: \(Self.problemWithAppName(appName) ?? "")")
+        self.appName = appName
+        self.bundleName = appName + ".app"
+    }
+
+    /// The folders a container must have, relative to its root, in creation
+    /// order (each after its parent). The bundle is not among them: it may
+    /// come from elsewhere.
+    public static let requiredFolders: [String] = [
+        "Documents",
+        "Documents/Inbox",
+        "Library",
+        "Library/Application Support",
+        "Library/Caches",
+        "Library/Preferences",
+        "tmp",
+    ]
+
+    /// The zone of the entry `name` inside a folder of zone `parent`.
+    ///
+    /// Only the root, Documents and Library hold names that start a zone of
+    /// their own; below any other folder a child shares its parent's content
+    /// zone. No allocation: at most a few byte comparisons of `name`.
+    public func zone(ofChild name: String, in parent: Zone) -> Zone {
+        switch parent {
+        case .root:
+            if name.hasSameBytes(as: bundleName) { return .bundleFolder }
+            if name.hasSameBytes(as: "Documents") { return .documentsFolder }
+            if name.hasSameBytes(as: "Library") { return .libraryFolder }
+            if name.hasSameBytes(as: "tmp") { return .tmpFolder }
+            return .rootOther
+        case .documentsFolder:
+            return name.hasSameBytes(as: "Inbox") ? .inboxFolder : .documents
+        case .libraryFolder:
+            if name.hasSameBytes(as: "Caches") { return .cachesFolder }
+            if name.hasSameBytes(as: "Preferences") { return .preferencesFolder }
+            return .library
+        case .bundleFolder, .bundle: return .bundle
+        case .documents: return .documents
+        case .inboxFolder, .inbox: return .inbox
+        case .library: return .library
+        case .cachesFolder, .caches: return .caches
+        case .preferencesFolder, .preferences: return .preferences
+        case .tmpFolder, .tmp: return .tmp
+        case .rootOther: return .rootOther
+        }
+    }
+
+    /// The zone of a path given as components relative to the container root,
+    /// e.g. `["Documents", "Inbox", "a.pdf"]`; `[]` is the root.
+    /// The components must be folded already (no `.`, `..` or empty ones), as
+    /// `EscapeCheck.resolveInside` returns them.
+    public func zone(ofPath components: [String]) -> Zone {
+        var zone = Zone.root
+        for name in components {
+            zone = self.zone(ofChild: name, in: zone)
+        }
+        return zone
+    }
+}

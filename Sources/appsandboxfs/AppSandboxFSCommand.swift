@@ -1,0 +1,9 @@
+import ArgumentParser
+
+@main
+struct AppSandboxFSCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "appsandboxfs",
+        abstract: "Mount a directory as an iOS app container, with the iOS sandbox rules enforced.",
+        subcommands: [MountCommand.self, UnmountCommand.self])
+}

@@ -1,0 +1,118 @@
+import AppSandboxFS
+import ArgumentParser
+import FuseKit
+import Glibc
+import Logging
+import SandboxPolicy
+
+struct MountCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "mount",
+        abstract: "Mount a container's backing directory.",
+        discussion: """
+            Returns once the mount is ready, unless --foreground is given.
+            Examples:
+              appsandboxfs mount ~/containers/MyApp /mnt/MyApp --app-name MyApp
+              appsandboxfs mount data /mnt/c --foreground -o ro
+            """)
+
+    @Argument(help: "The container's backing directory.")
+    var backing: String
+
+    @Argument(help: "An empty folder to mount on.")
+    var mountpoint: String
+
+    @Option(help: "The app's name; the bundle shows as NAME.app. Default: the one *.app folder in BACKING.")
+    var appName: String?
+
+    @Flag(help: "Stay in the foreground until unmounted.")
+    var foreground = false
+
+    @Option(name: .customShort("o"), help: "Mount options, comma-separated (as for mount -o).")
+    var options: [String] = []
+
+    @Flag(help: "Log every FUSE request (libfuse's -d).")
+    var debug = false
+
+    @Option(help: "Append each sandbox denial line to this file too.")
+    var denialLog: String?
+
+    @Option(help: "Where the background driver's messages go (default: nowhere).")
+    var log: String?
+
+    @Option(help: "Seconds the kernel may cache names and attributes.")
+    var cacheTimeout: Double = 1.0
+
+    @Option(help: "Worker threads serving requests.")
+    var threads: Int = 10
+
+    /// Internal: the descriptor a background parent waits on for "ready".
+    @Option(help: .hidden)
+    var readyFD: Int32?
+
+    mutating func run() throws {
+        let backingPath = absolutePath(backing)
+        let mountPath = absolutePath(mountpoint)
+        let name = try appName ?? Self.guessAppName(in: backingPath)
+        if let problem = ContainerLayout.problemWithAppName(name) {
+            throw ValidationError("app name \"\(name)\": \(problem)")
+        }
+        if !foreground && readyFD == nil {
+            try Daemon.startInBackground(logFile: log)
+            return
+        }
+        var configuration = MountConfiguration(backing: backingPath, mountpoint: mountPath,
+                                               layout: ContainerLayout(appName: name))
+        configuration.denialLogFile = denialLog.map(absolutePath)
+        configuration.entryTimeout = cacheTimeout
+        configuration.attributeTimeout = cacheTimeout
+        configuration.maxThreads = threads
+
+        LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+        var logger = Logger(label: "appsandboxfs")
+        logger.logLevel = debug ? .debug : .info
+        umask(0)
+
+        let fileSystem: SandboxFileSystem
+        let session: FuseSession
+        do {
+            fileSystem = try SandboxFileSystem(configuration: configuration, logger: logger)
+            let mountOptions = ["allow_other", "default_permissions", "fsname=\(backingPath)", "subtype=appsandboxfs"]
+                + options.flatMap { $0.split(separator: ",").map(String.init) }
+            session = try FuseSession(fileSystem: fileSystem, options: mountOptions, debug: debug)
+            try session.mount(at: mountPath)
+        } catch {
+            Daemon.reportFailure("\(error)", readyFD: readyFD)
+            throw ExitCode(1)
+        }
+        Daemon.reportReady(readyFD: readyFD)
+        session.run(maxThreads: configuration.maxThreads)
+    }
+
+    static func guessAppName(in backing: String) throws -> String {
+        guard let entries = try? FileManagerless.list(backing) else {
+            throw ValidationError("\(backing): cannot read the backing directory")
+        }
+        let bundles = entries.filter { $0.hasSuffix(".app") && $0.count > 4 }
+        guard bundles.count == 1 else {
+            throw ValidationError("\(backing): cannot tell the app's name (found \(bundles.count) *.app folders); give --app-name")
+        }
+        return String(bundles[0].dropLast(4))
+    }
+}
+
+/// Listing a folder without Foundation's FileManager.
+enum FileManagerless {
+    static func list(_ path: String) throws -> [String] {
+        guard let dir = opendir(path) else { throw ValidationError("\(path): \(String(cString: strerror(errno)))") }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafePointer(to: &entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+}

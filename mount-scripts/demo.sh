@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Sets up the machine, lays out a demo container and mounts it.
+#   bash mount-scripts/demo.sh            mount at /tmp/appsandboxfs-demo/mnt
+#   bash mount-scripts/demo.sh unmount    unmount it again
+set -euo pipefail
+cd "$(dirname "$0")/.."
+demo=${APPSANDBOXFS_DEMO:-/tmp/appsandboxfs-demo}
+bin=.build/debug/appsandboxfs
+if [ "${1:-}" = unmount ]; then
+    "$bin" unmount "$demo/mnt"
+    exit
+fi
+bash mount-scripts/setup.sh
+mkdir -p "$demo/mnt"
+if mountpoint -q "$demo/mnt"; then "$bin" unmount "$demo/mnt"; fi
+backing="$demo/container"
+if [ ! -d "$backing" ]; then
+    mkdir -p "$backing"/{Documents/Inbox,Library/{"Application Support",Caches,Preferences},tmp,Demo.app}
+    printf '<?xml version="1.0" encoding="UTF-8"?>\n<plist version="1.0"><dict><key>CFBundleIdentifier</key><string>com.example.Demo</string></dict></plist>\n' > "$backing/Demo.app/Info.plist"
+    printf '#!/bin/sh\necho "Demo app"\n' > "$backing/Demo.app/Demo"; chmod 755 "$backing/Demo.app/Demo"
+    echo "Thanks for the invitation." > "$backing/Documents/Inbox/invitation.txt"
+    echo "My first note." > "$backing/Documents/notes.txt"
+fi
+"$bin" mount "$backing" "$demo/mnt" --app-name Demo --denial-log "$demo/denials.log"
+cat <<TXT
+Mounted the demo container at $demo/mnt (backing directory: $backing).
+Look at it:
+  ls -la $demo/mnt $demo/mnt/Documents/Inbox
+  cp /etc/hosts $demo/mnt/Demo.app/          # Read-only file system
+  touch $demo/mnt/Documents/Inbox/new.txt     # Operation not permitted
+  setfattr -n com.apple.MobileBackup -v 0x01 $demo/mnt/Documents/notes.txt
+  getfattr -d -m - $demo/mnt/Documents/notes.txt
+  cat $demo/denials.log
+Unmount:
+  bash mount-scripts/demo.sh unmount
+TXT
