@@ -5,5 +5,5 @@ struct AppSandboxFSCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "appsandboxfs",
         abstract: "Mount a directory as an iOS app container, with the iOS sandbox rules enforced.",
-        subcommands: [MountCommand.self, UnmountCommand.self])
+        subcommands: [InitCommand.self, MountCommand.self, UnmountCommand.self, DeliverCommand.self])
 }

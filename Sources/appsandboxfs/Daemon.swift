@@ -9,7 +9,7 @@ import Glibc
 enum Daemon {
     static func startInBackground(logFile: String?) throws {
         var pipeFDs: [Int32] = [0, 0]
-        guard pipe(&pipeFDs) == 0 else { throw ValidationError("cannot create a pipe: \(String(cString: strerror(errno)))") }
+        guard pipe(&pipeFDs) == 0 else { throw Failure("cannot create a pipe: \(String(cString: strerror(errno)))") }
         let (readEnd, writeEnd) = (pipeFDs[0], pipeFDs[1])
         _ = fcntl(readEnd, F_SETFD, FD_CLOEXEC)
 
@@ -32,7 +32,7 @@ enum Daemon {
         defer { cArguments.forEach { free($0) } }
         let status = posix_spawn(&pid, executable, &actions, &attributes, cArguments, environ)
         close(writeEnd)
-        guard status == 0 else { throw ValidationError("cannot start the driver: \(String(cString: strerror(status)))") }
+        guard status == 0 else { throw Failure("cannot start the driver: \(String(cString: strerror(status)))") }
 
         var message = [UInt8]()
         var buffer = [UInt8](repeating: 0, count: 4096)

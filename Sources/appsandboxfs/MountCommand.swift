@@ -40,6 +40,18 @@ struct MountCommand: ParsableCommand {
     @Option(help: "Where the background driver's messages go (default: nowhere).")
     var log: String?
 
+    @Flag(help: "Create the container's folders if the backing directory lacks them.")
+    var create = false
+
+    @Option(help: "Show this folder read-only as NAME.app instead of the backing one (it is never written).")
+    var bundle: String?
+
+    @Flag(help: "Keep tmp's contents at unmount (for debugging; rule T4).")
+    var keepTmp = false
+
+    @Flag(help: "If the mountpoint is a stale mount (its driver died), clean it up first.")
+    var recover = false
+
     @Option(help: "Seconds the kernel may cache names and attributes.")
     var cacheTimeout: Double = 1.0
 
@@ -57,12 +69,39 @@ struct MountCommand: ParsableCommand {
         if let problem = ContainerLayout.problemWithAppName(name) {
             throw ValidationError("app name \"\(name)\": \(problem)")
         }
-        if !foreground && readyFD == nil {
-            try Daemon.startInBackground(logFile: log)
-            return
+        let layout = ContainerLayout(appName: name)
+        let container = Container(backing: backingPath, layout: layout)
+        let bundlePath = bundle.map(absolutePath)
+        if readyFD == nil {
+            // Checks first (L1): nothing is changed when one fails.
+            if recover && MountTable.isMounted(mountPath) && MountChecks.isStale(mountPath) {
+                FileHandleless.warn("\(mountPath): stale mount found; cleaning it up (--recover)")
+                _ = runTool("/usr/bin/fusermount3", ["-u", "-z", mountPath])
+            }
+            if !create { try MountChecks.folder(backingPath, role: "backing directory") }
+            if let bundlePath { try MountChecks.folder(bundlePath, role: "bundle") }
+            try MountChecks.mountpointUsable(mountPath)
+            try MountChecks.fuseDeviceUsable()
+            if create {
+                do { try container.create(withBundle: bundlePath == nil) } catch {
+                    throw Failure("\(backingPath): cannot create the container: \(error)")
+                }
+            }
+            try MountChecks.container(container, bundleElsewhere: bundlePath != nil)
+            if !foreground {
+                try Daemon.startInBackground(logFile: log)
+                return
+            }
         }
-        var configuration = MountConfiguration(backing: backingPath, mountpoint: mountPath,
-                                               layout: ContainerLayout(appName: name))
+        // A bundle from elsewhere needs a name in the root to be listed under.
+        if bundlePath != nil { _ = mkdir(backingPath + "/" + layout.bundleName, 0o755) }
+        // T2: a driver that was killed left tmp as it was.
+        for failure in container.clearTmp() {
+            FileHandleless.warn("tmp: cannot remove \(failure)")
+        }
+        var configuration = MountConfiguration(backing: backingPath, mountpoint: mountPath, layout: layout)
+        configuration.bundleOverride = bundlePath
+        configuration.keepTmp = keepTmp
         configuration.denialLogFile = denialLog.map(absolutePath)
         configuration.entryTimeout = cacheTimeout
         configuration.attributeTimeout = cacheTimeout
@@ -87,15 +126,21 @@ struct MountCommand: ParsableCommand {
         }
         Daemon.reportReady(readyFD: readyFD)
         session.run(maxThreads: configuration.maxThreads)
+        // T2: the mount is gone (unmounted, SIGTERM or SIGINT): empty tmp.
+        if !keepTmp {
+            for failure in container.clearTmp() {
+                FileHandleless.warn("tmp: cannot remove \(failure)")
+            }
+        }
     }
 
     static func guessAppName(in backing: String) throws -> String {
         guard let entries = try? FileManagerless.list(backing) else {
-            throw ValidationError("\(backing): cannot read the backing directory")
+            throw Failure("\(backing): cannot read the backing directory")
         }
         let bundles = entries.filter { $0.hasSuffix(".app") && $0.count > 4 }
         guard bundles.count == 1 else {
-            throw ValidationError("\(backing): cannot tell the app's name (found \(bundles.count) *.app folders); give --app-name")
+            throw Failure("\(backing): cannot tell the app's name (found \(bundles.count) *.app folders); give --app-name")
         }
         return String(bundles[0].dropLast(4))
     }

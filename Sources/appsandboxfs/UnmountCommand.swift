@@ -16,7 +16,7 @@ struct UnmountCommand: ParsableCommand {
         if status == 0 { return }
         // A stale mount ("Transport endpoint is not connected") needs a lazy unmount.
         if runTool("/usr/bin/fusermount3", ["-u", "-z", path]) == 0 { return }
-        throw ValidationError("\(path): cannot unmount (fusermount3 exited with \(status))")
+        throw Failure("\(path): cannot unmount (fusermount3 exited with \(status))")
     }
 }
 

@@ -1,0 +1,96 @@
+import BackingStore
+import Foundation
+import Glibc
+import SandboxPolicy
+
+/// A container's backing directory: what it must hold, laying it out, and
+/// emptying its tmp.
+public struct Container: Sendable {
+    public let backing: String
+    public let layout: ContainerLayout
+
+    public init(backing: String, layout: ContainerLayout) {
+        self.backing = backing
+        self.layout = layout
+    }
+
+    /// What is missing for `backing` to be a container, as relative paths
+    /// (empty when it is one). The bundle is not needed when it comes from
+    /// elsewhere (`mount --bundle`).
+    public func missingParts(bundleElsewhere: Bool = false) -> [String] {
+        var required = ContainerLayout.requiredFolders
+        if !bundleElsewhere { required.insert(layout.bundleName, at: 0) }
+        return required.filter { !Self.isFolder(backing + "/" + $0) }
+    }
+
+    /// Creates the backing directory and whatever folders it lacks. With
+    /// `bundleFrom`, the bundle's contents are copied in (modes, times and
+    /// attributes kept); a bundle without Info.plist gets a minimal one.
+    public func create(bundleFrom: String? = nil, withBundle: Bool = true) throws {
+        try FileManager.default.createDirectory(atPath: backing, withIntermediateDirectories: true)
+        for folder in ContainerLayout.requiredFolders where !Self.isFolder(backing + "/" + folder) {
+            try FileManager.default.createDirectory(atPath: backing + "/" + folder, withIntermediateDirectories: true)
+        }
+        guard withBundle else { return }
+        let bundle = backing + "/" + layout.bundleName
+        if !Self.isFolder(bundle) {
+            try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: true)
+        }
+        if let bundleFrom {
+            guard Self.isFolder(bundleFrom) else { throw ContainerError("\(bundleFrom): not a folder") }
+            let status = runCommand("/bin/cp", ["-a", "--", bundleFrom + "/.", bundle + "/"])
+            guard status == 0 else { throw ContainerError("\(bundleFrom): copying the bundle failed (cp exited with \(status))") }
+        }
+        let plist = bundle + "/Info.plist"
+        if !FileManager.default.fileExists(atPath: plist) {
+            try Self.infoPlist(appName: layout.appName).write(toFile: plist, atomically: true, encoding: .utf8)
+        }
+    }
+
+    /// Empties tmp (T2) safely (T3). Returns what could not be removed.
+    public func clearTmp() -> [TreeRemover.Failure] {
+        TreeRemover.removeContents(ofFolderAt: backing + "/tmp")
+    }
+
+    static func isFolder(_ path: String) -> Bool {
+        var s = stat()
+        return lstat(path, &s) == 0 && s.st_mode & S_IFMT == S_IFDIR
+    }
+
+    static func infoPlist(appName: String) -> String {
+        let escaped = appName.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+        let identifier = "com.example." + appName.filter { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "." }
+        return """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+            <plist version="1.0">
+            <dict>
+            \t<key>CFBundleExecutable</key>
+            \t<string>\(escaped)</string>
+            \t<key>CFBundleIdentifier</key>
+            \t<string>\(identifier)</string>
+            \t<key>CFBundleName</key>
+            \t<string>\(escaped)</string>
+            \t<key>CFBundlePackageType</key>
+            \t<string>APPL</string>
+            </dict>
+            </plist>
+
+            """
+    }
+}
+
+public struct ContainerError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// Runs a program and returns its exit status.
+func runCommand(_ path: String, _ arguments: [String]) -> Int32 {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    do { try process.run() } catch { return 127 }
+    process.waitUntilExit()
+    return process.terminationStatus
+}

@@ -1,0 +1,39 @@
+import AppSandboxFS
+import ArgumentParser
+import SandboxPolicy
+
+struct InitCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "init",
+        abstract: "Lay out a new container: NAME.app, Documents/Inbox, Library (Application Support, Caches, Preferences), tmp.",
+        discussion: """
+            Examples:
+              appsandboxfs init ~/containers/MyApp --app-name MyApp
+              appsandboxfs init ~/containers/MyApp --app-name MyApp --bundle-from build/MyApp.app
+            """)
+
+    @Argument(help: "The backing directory to create (or complete).")
+    var backing: String
+
+    @Option(help: "The app's name; the bundle is NAME.app.")
+    var appName: String
+
+    @Option(help: "A bundle folder whose contents are copied into NAME.app.")
+    var bundleFrom: String?
+
+    func validate() throws {
+        if let problem = ContainerLayout.problemWithAppName(appName) {
+            throw ValidationError("app name \"\(appName)\": \(problem)")
+        }
+    }
+
+    func run() throws {
+        let container = Container(backing: absolutePath(backing), layout: ContainerLayout(appName: appName))
+        do {
+            try container.create(bundleFrom: bundleFrom.map(absolutePath))
+        } catch {
+            throw Failure("\(container.backing): \(error)")
+        }
+        print("Created container \(container.backing) for \(appName)")
+    }
+}

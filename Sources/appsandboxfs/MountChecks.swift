@@ -1,0 +1,111 @@
+import AppSandboxFS
+import ArgumentParser
+import Glibc
+import SandboxPolicy
+
+/// The checks `mount` makes before it mounts (rule L1): each failure is one
+/// line naming the path and the problem, and nothing has been changed.
+enum MountChecks {
+    static func folder(_ path: String, role: String) throws {
+        var s = stat()
+        guard stat(path, &s) == 0 else {
+            if errno == ENOTCONN {
+                throw Failure("\(path): a stale mount (its driver died: transport endpoint is not connected); run `appsandboxfs unmount \(path)` or mount with --recover")
+            }
+            throw Failure("\(role) \(path): \(String(cString: strerror(errno)))")
+        }
+        guard s.st_mode & S_IFMT == S_IFDIR else { throw Failure("\(role) \(path): not a folder") }
+    }
+
+    static func mountpointUsable(_ path: String) throws {
+        try folder(path, role: "mountpoint")
+        if MountTable.isMounted(path) {
+            throw Failure("mountpoint \(path): already mounted (\(MountTable.entry(at: path)?.fsType ?? "?"))")
+        }
+        guard let entries = try? FileManagerless.list(path) else {
+            throw Failure("mountpoint \(path): cannot be read")
+        }
+        if !entries.isEmpty { throw Failure("mountpoint \(path): not empty (\(entries.count) entries)") }
+    }
+
+    /// A mount whose driver is gone answers ENOTCONN.
+    static func isStale(_ path: String) -> Bool {
+        var s = stat()
+        return stat(path, &s) != 0 && errno == ENOTCONN
+    }
+
+    static func fuseDeviceUsable() throws {
+        let fd = open("/dev/fuse", O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw Failure("/dev/fuse: \(String(cString: strerror(errno))) (install fuse3, and run as root or a user allowed to use FUSE)")
+        }
+        close(fd)
+    }
+
+    static func container(_ container: Container, bundleElsewhere: Bool) throws {
+        let missing = container.missingParts(bundleElsewhere: bundleElsewhere)
+        guard missing.isEmpty else {
+            throw Failure("\(container.backing): not a container: missing \(missing.joined(separator: ", ")) (create it with `appsandboxfs init` or mount with --create)")
+        }
+    }
+}
+
+/// /proc/self/mountinfo, read when needed.
+enum MountTable {
+    struct Entry {
+        var mountpoint: String
+        var fsType: String
+        var source: String
+    }
+
+    static func entries() -> [Entry] {
+        guard let text = try? String(contentsOfFileWithoutFoundation: "/proc/self/mountinfo") else { return [] }
+        return text.split(separator: "\n").compactMap { line in
+            let fields = line.split(separator: " ", omittingEmptySubsequences: false)
+            guard let dash = fields.firstIndex(of: "-"), fields.count > dash + 2, fields.count > 4 else { return nil }
+            return Entry(mountpoint: unescape(fields[4]), fsType: String(fields[dash + 1]), source: unescape(fields[dash + 2]))
+        }
+    }
+
+    static func entry(at path: String) -> Entry? { entries().last { $0.mountpoint == path } }
+    static func isMounted(_ path: String) -> Bool { entry(at: path) != nil }
+
+    /// mountinfo writes space, tab, newline and backslash as \ooo.
+    static func unescape(_ field: Substring) -> String {
+        var bytes: [UInt8] = []
+        var utf8 = Array(field.utf8)[...]
+        while let byte = utf8.popFirst() {
+            if byte == UInt8(ascii: "\\"), utf8.count >= 3,
+               let value = UInt8(String(decoding: utf8.prefix(3), as: UTF8.self), radix: 8) {
+                bytes.append(value)
+                utf8 = utf8.dropFirst(3)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+extension String {
+    init(contentsOfFileWithoutFoundation path: String) throws {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw Failure("\(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var data: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = read(fd, &buffer, buffer.count)
+            if count <= 0 { break }
+            data += buffer[0..<count]
+        }
+        self = String(decoding: data, as: UTF8.self)
+    }
+}
+
+enum FileHandleless {
+    static func warn(_ message: String) {
+        var bytes = Array("appsandboxfs: \(message)\n".utf8)
+        _ = write(STDERR_FILENO, &bytes, bytes.count)
+    }
+}
