@@ -15,10 +15,13 @@ mkdir -p "$demo/mnt"
 if mountpoint -q "$demo/mnt"; then "$bin" unmount "$demo/mnt"; fi
 backing="$demo/container"
 if [ ! -d "$backing" ]; then
-    mkdir -p "$backing"/{Documents/Inbox,Library/{"Application Support",Caches,Preferences},tmp,Demo.app}
-    printf '<?xml version="1.0" encoding="UTF-8"?>\n<plist version="1.0"><dict><key>CFBundleIdentifier</key><string>com.example.Demo</string></dict></plist>\n' > "$backing/Demo.app/Info.plist"
-    printf '#!/bin/sh\necho "Demo app"\n' > "$backing/Demo.app/Demo"; chmod 755 "$backing/Demo.app/Demo"
-    echo "Thanks for the invitation." > "$backing/Documents/Inbox/invitation.txt"
+    # A small bundle, laid out by `init`, and a file delivered to the Inbox.
+    mkdir -p "$demo/bundle"
+    printf '#!/bin/sh\necho "Demo app"\n' > "$demo/bundle/Demo"; chmod 755 "$demo/bundle/Demo"
+    echo '"Hello" = "Hello";' > "$demo/bundle/Localizable.strings"
+    "$bin" init "$backing" --app-name Demo --bundle-from "$demo/bundle"
+    echo "Thanks for the invitation." > "$demo/invitation.txt"
+    "$bin" deliver "$demo/invitation.txt" --to "$backing"
     echo "My first note." > "$backing/Documents/notes.txt"
 fi
 "$bin" mount "$backing" "$demo/mnt" --app-name Demo --denial-log "$demo/denials.log"

@@ -1,4 +1,5 @@
 import BackingStore
+import CLinux
 import Foundation
 import Glibc
 import SandboxPolicy
@@ -50,6 +51,17 @@ public struct Container: Sendable {
     /// Empties tmp (T2) safely (T3). Returns what could not be removed.
     public func clearTmp() -> [TreeRemover.Failure] {
         TreeRemover.removeContents(ofFolderAt: backing + "/tmp")
+    }
+
+    /// Whether the backing file system stores `user.` extended attributes
+    /// (X6: without them every xattr call through the mount answers ENOTSUP).
+    public func supportsUserXattrs() -> Bool {
+        let probe = XattrNames.reservedPrefix + "probe"
+        guard asfs_lsetxattr(backing + "/Documents", probe, "1", 1, 0) == 0 else {
+            return errno != ENOTSUP && errno != EOPNOTSUPP
+        }
+        _ = asfs_lremovexattr(backing + "/Documents", probe)
+        return true
     }
 
     static func isFolder(_ path: String) -> Bool {

@@ -50,7 +50,10 @@ public final class SandboxFileSystem: FileSystemOperations {
 
     public func initialize(_ settings: inout ConnectionSettings) {
         var want = Capability(rawValue: settings.want)
-        want.insert([.exportSupport, .readdirPlus, .readdirPlusAuto, .parallelDirOps, .asyncRead, .atomicOTrunc])
+        // No export support: it would bring lookups of "..", which could climb
+        // out of the backing root.
+        want.remove(.exportSupport)
+        want.insert([.readdirPlus, .readdirPlusAuto, .parallelDirOps, .asyncRead, .atomicOTrunc])
         // Locks stay in the kernel: with neither flag set it keeps POSIX and
         // flock locks itself, which is exact for a single mount.
         want.remove([.posixLocks, .flockLocks])
@@ -86,6 +89,9 @@ public final class SandboxFileSystem: FileSystemOperations {
 
     /// Opens `name` in `parent` (O_PATH) and records a lookup of it.
     func lookupChild(_ parent: Node, _ name: UnsafePointer<CChar>) throws(Errno) -> (Node, stat) {
+        // The kernel never asks for these without export support; refuse
+        // them anyway so that ".." can never lead above the backing root.
+        if Self.isDotOrDotDot(name) { throw .noSuchFileOrDirectory }
         let fd: Int32
         if parent === nodes.root, let bundleRoot, String(cString: name) == bundleName {
             fd = try Backing.openPath(in: bundleRoot, ".")

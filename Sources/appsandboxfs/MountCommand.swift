@@ -99,6 +99,10 @@ struct MountCommand: ParsableCommand {
         for failure in container.clearTmp() {
             FileHandleless.warn("tmp: cannot remove \(failure)")
         }
+        if !container.supportsUserXattrs() {
+            FileHandleless.warn("\(backingPath): this file system does not store user extended attributes: every xattr call through the mount (the backup flags included) will answer ENOTSUP")
+        }
+        Self.raiseDescriptorLimit()
         var configuration = MountConfiguration(backing: backingPath, mountpoint: mountPath, layout: layout)
         configuration.bundleOverride = bundlePath
         configuration.keepTmp = keepTmp
@@ -132,6 +136,15 @@ struct MountCommand: ParsableCommand {
                 FileHandleless.warn("tmp: cannot remove \(failure)")
             }
         }
+    }
+
+    /// Each node the kernel holds keeps a descriptor open: allow as many as
+    /// the system lets this process have.
+    static func raiseDescriptorLimit() {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
+        limit.rlim_cur = limit.rlim_max
+        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
     }
 
     static func guessAppName(in backing: String) throws -> String {

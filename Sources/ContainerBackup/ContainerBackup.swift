@@ -1,0 +1,1 @@
+// The backup module: see README in this folder.
