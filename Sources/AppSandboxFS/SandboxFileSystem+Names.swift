@@ -163,6 +163,7 @@ extension SandboxFileSystem {
             if let movedStat = try? Backing.stat(in: newParent.fd, newName.cString),
                let node = nodes.existing(InodeKey(movedStat)) {
                 node.zone = destination
+                if node.isDirectory && moved != destination { forgetEntries(below: node) }
             }
             if flags.contains(.exchange), let otherStat = try? Backing.stat(in: parent.fd, name.cString),
                let node = nodes.existing(InodeKey(otherStat)) {

@@ -5,6 +5,8 @@ import Glibc
 import Logging
 import SandboxPolicy
 import SystemPackage
+import Synchronization
+import Foundation
 
 /// The container file system: a passthrough of the backing directory in
 /// the manner of libfuse's passthrough_hp (one O_PATH descriptor per node,
@@ -20,6 +22,8 @@ public final class SandboxFileSystem: FileSystemOperations {
     /// from outside the backing directory (`mount --bundle`).
     let bundleRoot: Int32?
     let bundleName: String
+    /// The session, for telling the kernel to drop cached entries.
+    let session = Mutex<FuseSession?>(nil)
 
     public init(configuration: MountConfiguration, logger: Logger) throws {
         self.configuration = configuration
@@ -44,6 +48,11 @@ public final class SandboxFileSystem: FileSystemOperations {
         }
         bundleName = configuration.layout.bundleName
         denials = try DenialLog(file: configuration.denialLogFile)
+    }
+
+    /// Gives the file system its session, once mounted.
+    public func attach(_ session: FuseSession) {
+        self.session.withLock { $0 = session }
     }
 
     // MARK: Connection
@@ -148,5 +157,37 @@ public final class SandboxFileSystem: FileSystemOperations {
         if let child { components.append(String(cString: child)) }
         let base = configuration.mountpoint.hasSuffix("/") ? String(configuration.mountpoint.dropLast()) : configuration.mountpoint
         return base + "/" + components.joined(separator: "/")
+    }
+}
+
+extension SandboxFileSystem {
+    /// A folder moved to another zone: the kernel may still hold entries
+    /// below it, each looked up with the old zone. Ask it to forget the
+    /// folder's entries, so that the next lookups record the new zones.
+    /// Done on a thread of its own: the kernel waits for the rename to finish
+    /// before it drops anything, and a worker thread must not wait on that.
+    func forgetEntries(below folder: Node) {
+        guard let session = session.withLock({ $0 }) else { return }
+        let id = folder.id
+        guard let fd = try? Backing.openDirectory(folder.fd), let stream = DirectoryStream(fd: fd) else { return }
+        var names: [String] = []
+        let folderZone = folder.zone
+        _ = stream.forEach(from: 0) { name, _, _, _ in
+            guard !Self.isDotOrDotDot(name) else { return true }
+            names.append(String(cString: name))
+            // Children the kernel holds get their new zone at once; deeper
+            // ones when the kernel looks them up again.
+            if let childStat = try? Backing.stat(in: folder.fd, name), let child = nodes.existing(InodeKey(childStat)) {
+                child.zone = configuration.layout.zone(ofChild: String(cString: name), in: folderZone)
+            }
+            return true
+        }
+        nodes.retain(folder)
+        let table = nodes
+        let listed = names
+        Thread.detachNewThread {
+            for name in listed { session.invalidateEntry(parent: id, name: name) }
+            table.forget(id, count: 1)
+        }
     }
 }

@@ -55,6 +55,12 @@ struct MountCommand: ParsableCommand {
     @Option(help: "Seconds the kernel may cache names and attributes.")
     var cacheTimeout: Double = 1.0
 
+    @Flag(inversion: .prefixedNo, help: "Let the kernel cache writes and send them in large batches (writeback cache).")
+    var writeback = false
+
+    @Flag(inversion: .prefixedNo, help: "Keep the kernel's page cache of a file across opens.")
+    var keepCache = false
+
     @Option(help: "Worker threads serving requests.")
     var threads: Int = 10
 
@@ -110,6 +116,8 @@ struct MountCommand: ParsableCommand {
         configuration.entryTimeout = cacheTimeout
         configuration.attributeTimeout = cacheTimeout
         configuration.maxThreads = threads
+        configuration.writebackCache = writeback
+        configuration.keepCache = keepCache
 
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
         var logger = Logger(label: "appsandboxfs")
@@ -124,6 +132,7 @@ struct MountCommand: ParsableCommand {
                 + options.flatMap { $0.split(separator: ",").map(String.init) }
             session = try FuseSession(fileSystem: fileSystem, options: mountOptions, debug: debug)
             try session.mount(at: mountPath)
+            fileSystem.attach(session)
         } catch {
             Daemon.reportFailure("\(error)", readyFD: readyFD)
             throw ExitCode(1)
