@@ -8,12 +8,24 @@ import SystemPackage
 // Making, linking, renaming and removing names.
 extension SandboxFileSystem {
     /// Creates with `make`, gives the new file to the caller, looks it up.
-    private func makeEntry(_ request: Request, parent: Node, name: UnsafePointer<CChar>,
+    private func makeEntry(_ request: Request, parent: Node, name: UnsafePointer<CChar>, mode: mode_t = 0,
                            _ make: () throws(Errno) -> Void) throws(Errno) -> Entry {
         try make()
-        try giveToCaller(request, in: parent, name)
-        let (node, attributes) = try lookupChild(parent, name)
+        let chowned = try giveToCaller(request, in: parent, name)
+        var (node, attributes) = try lookupChild(parent, name)
+        if chowned && Self.lostSetIDBits(requested: mode, now: attributes) {
+            try Backing.chmod(node.fd, mode: mode & 0o7777)
+            attributes = try Backing.stat(node.fd)
+        }
         return entry(for: node, stat: attributes)
+    }
+
+    /// chown clears the set-user-ID and set-group-ID bits of a file; a file
+    /// the caller just created with them must keep them, as on ext4.
+    static func lostSetIDBits(requested mode: mode_t, now: stat) -> Bool {
+        let kind = now.st_mode & S_IFMT
+        guard kind != S_IFDIR, kind != S_IFLNK, mode & (S_ISUID | S_ISGID) != 0 else { return false }
+        return now.st_mode & 0o7777 != mode & 0o7777
     }
 
     public func mknod(_ request: Request, parent id: NodeID, name: FileName, mode: mode_t, device: dev_t, reply: consuming ReplyEntry) {
@@ -23,7 +35,7 @@ extension SandboxFileSystem {
             return
         }
         do {
-            reply.entry(try makeEntry(request, parent: parent, name: name.cString) { () throws(Errno) in
+            reply.entry(try makeEntry(request, parent: parent, name: name.cString, mode: mode) { () throws(Errno) in
                 try Backing.mknod(in: parent.fd, name.cString, mode: mode, device: device)
             })
         } catch {
@@ -100,8 +112,12 @@ extension SandboxFileSystem {
             return
         }
         do {
-            try giveToCaller(request, in: parent, name.cString)
-            let (node, attributes) = try lookupChild(parent, name.cString)
+            let chowned = try giveToCaller(request, in: parent, name.cString)
+            var (node, attributes) = try lookupChild(parent, name.cString)
+            if chowned && Self.lostSetIDBits(requested: mode, now: attributes) {
+                _ = try check(fchmod(fd, mode & 0o7777))
+                attributes = try Backing.stat(node.fd)
+            }
             reply.created(entry(for: node, stat: attributes), handle: FileHandle(rawValue: UInt64(fd)), options: openOptions())
         } catch {
             Backing.close(fd)

@@ -119,13 +119,18 @@ public final class SandboxFileSystem: FileSystemOperations {
     /// Gives a file the driver just created (as root) to the caller, as the
     /// kernel would have: the caller's uid, and its gid unless the folder is
     /// set-group-ID (then the folder's group, which the backing store set).
-    func giveToCaller(_ request: Request, in parent: Node, _ name: UnsafePointer<CChar>) throws(Errno) {
+    /// Returns whether it changed the owner.
+    @discardableResult
+    func giveToCaller(_ request: Request, in parent: Node, _ name: UnsafePointer<CChar>) throws(Errno) -> Bool {
         let caller = request.caller
+        // The driver's own identity is root's: nothing to change.
+        if caller.uid == 0 && caller.gid == 0 { return false }
         let parentStat = try Backing.stat(parent.fd)
         let inheritsGroup = parentStat.st_mode & S_ISGID != 0
         let gid = inheritsGroup ? gid_t.max : caller.gid
-        if caller.uid == 0 && (inheritsGroup || caller.gid == 0) { return }
+        if caller.uid == 0 && (inheritsGroup || caller.gid == 0) { return false }
         try Backing.chown(in: parent.fd, name, uid: caller.uid, gid: gid)
+        return true
     }
 
     // MARK: Paths, for denial lines and escape checks (cold paths only)
