@@ -38,8 +38,13 @@ let package = Package(
             .product(name: "SystemPackage", package: "swift-system"),
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // What a backup holds (K1), purging (K2), backup archives (K3).
+        .target(name: "ContainerBackup", dependencies: [
+            "SandboxPolicy", "BackingStore",
+            .product(name: "SystemPackage", package: "swift-system"),
+        ]),
         .executableTarget(name: "appsandboxfs", dependencies: [
-            "AppSandboxFS", "FuseKit", "SandboxPolicy", "BackingStore",
+            "AppSandboxFS", "FuseKit", "SandboxPolicy", "BackingStore", "ContainerBackup",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "SystemPackage", package: "swift-system"),
@@ -48,6 +53,7 @@ let package = Package(
         // them as another user (setpriv) and compare two directories.
         .executableTarget(name: "fsprobe", path: "Tests/fsprobe"),
         .testTarget(name: "SandboxPolicyTests", dependencies: ["SandboxPolicy"]),
+        .testTarget(name: "ContainerBackupTests", dependencies: ["ContainerBackup"]),
         .testTarget(name: "IntegrationTests", dependencies: [
             "appsandboxfs", "fsprobe",
         ]),

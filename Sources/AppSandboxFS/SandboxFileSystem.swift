@@ -161,7 +161,7 @@ public final class SandboxFileSystem: FileSystemOperations {
         var components = containerComponents(of: node)
         if let child { components.append(String(cString: child)) }
         let base = configuration.mountpoint.hasSuffix("/") ? String(configuration.mountpoint.dropLast()) : configuration.mountpoint
-        return base + "/" + components.joined(separator: "/")
+        return components.isEmpty ? configuration.mountpoint : base + "/" + components.joined(separator: "/")
     }
 }
 

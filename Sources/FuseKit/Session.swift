@@ -26,17 +26,40 @@ public final class FuseSession: @unchecked Sendable {
         defer { cStrings.forEach { free($0) } }
         let box = Unmanaged.passRetained(FileSystemBox(fileSystem))
         var ops = makeOperationTable()
-        let created: OpaquePointer? = cStrings.withUnsafeMutableBufferPointer { buffer in
-            var args = cfuse_args(Int32(arguments.count), buffer.baseAddress)
-            defer { fuse_opt_free_args(&args) }
-            return fuse_session_new(&args, &ops, MemoryLayout<fuse_lowlevel_ops>.size, box.toOpaque())
+        // libfuse explains a refusal on standard error; catch it so the
+        // caller can say it in one line of its own.
+        let (created, complaint) = Self.capturingStandardError {
+            cStrings.withUnsafeMutableBufferPointer { buffer in
+                var args = cfuse_args(Int32(arguments.count), buffer.baseAddress)
+                defer { fuse_opt_free_args(&args) }
+                return fuse_session_new(&args, &ops, MemoryLayout<fuse_lowlevel_ops>.size, box.toOpaque())
+            }
         }
         guard let created else {
             box.release()
-            throw FuseSessionError(description: "libfuse refused the options: \(options.joined(separator: ","))")
+            let reason = complaint.split(separator: "\n").map { $0.trimmingCharacters() }.filter { !$0.isEmpty }.joined(separator: "; ")
+            throw FuseSessionError(description: "mount options \(options.joined(separator: ",")) refused: \(reason.isEmpty ? "libfuse said no more" : reason)")
         }
         session = created
         self.box = box
+    }
+
+    /// Runs `body` with standard error sent to a temporary file, and returns
+    /// what was written there.
+    private static func capturingStandardError<T>(_ body: () -> T) -> (T, String) {
+        var template = Array("/tmp/appsandboxfs-stderr-XXXXXX".utf8CString)
+        let file = mkstemp(&template)
+        guard file >= 0 else { return (body(), "") }
+        unlink(&template)
+        defer { close(file) }
+        let saved = dup(STDERR_FILENO)
+        dup2(file, STDERR_FILENO)
+        let result = body()
+        dup2(saved, STDERR_FILENO)
+        close(saved)
+        var text = [UInt8](repeating: 0, count: 4096)
+        let count = pread(file, &text, text.count, 0)
+        return (result, count > 0 ? String(decoding: text[0..<count], as: UTF8.self) : "")
     }
 
     /// Mounts at `mountpoint`. The kernel queues requests until `run` serves them.
@@ -90,5 +113,11 @@ public final class FuseSession: @unchecked Sendable {
         unmount()
         fuse_session_destroy(session)
         box.release()
+    }
+}
+
+extension Substring {
+    func trimmingCharacters() -> String {
+        String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
     }
 }

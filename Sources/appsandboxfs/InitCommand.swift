@@ -23,7 +23,7 @@ struct InitCommand: ParsableCommand {
 
     func validate() throws {
         if let problem = ContainerLayout.problemWithAppName(appName) {
-            throw ValidationError("app name \"\(appName)\": \(problem)")
+            throw Failure("app name \"\(appName)\": \(problem)")
         }
     }
 

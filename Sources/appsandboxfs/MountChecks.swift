@@ -18,6 +18,11 @@ enum MountChecks {
     }
 
     static func mountpointUsable(_ path: String) throws {
+        // statfs reaches the driver where stat may be answered from the
+        // kernel's cache: a dead driver shows as ENOTCONN only there.
+        if isStale(path) {
+            throw Failure("mountpoint \(path): a stale mount (its driver died: transport endpoint is not connected); run `appsandboxfs unmount \(path)` or mount with --recover")
+        }
         try folder(path, role: "mountpoint")
         if MountTable.isMounted(path) {
             throw Failure("mountpoint \(path): already mounted (\(MountTable.entry(at: path)?.fsType ?? "?"))")
@@ -30,8 +35,8 @@ enum MountChecks {
 
     /// A mount whose driver is gone answers ENOTCONN.
     static func isStale(_ path: String) -> Bool {
-        var s = stat()
-        return stat(path, &s) != 0 && errno == ENOTCONN
+        var s = statvfs()
+        return statvfs(path, &s) != 0 && errno == ENOTCONN
     }
 
     static func fuseDeviceUsable() throws {

@@ -73,14 +73,14 @@ struct MountCommand: ParsableCommand {
         let mountPath = absolutePath(mountpoint)
         let name = try appName ?? Self.guessAppName(in: backingPath)
         if let problem = ContainerLayout.problemWithAppName(name) {
-            throw ValidationError("app name \"\(name)\": \(problem)")
+            throw Failure("app name \"\(name)\": \(problem)")
         }
         let layout = ContainerLayout(appName: name)
         let container = Container(backing: backingPath, layout: layout)
         let bundlePath = bundle.map(absolutePath)
         if readyFD == nil {
             // Checks first (L1): nothing is changed when one fails.
-            if recover && MountTable.isMounted(mountPath) && MountChecks.isStale(mountPath) {
+            if recover && MountChecks.isStale(mountPath) {
                 FileHandleless.warn("\(mountPath): stale mount found; cleaning it up (--recover)")
                 _ = runTool("/usr/bin/fusermount3", ["-u", "-z", mountPath])
             }
@@ -99,15 +99,6 @@ struct MountCommand: ParsableCommand {
                 return
             }
         }
-        // A bundle from elsewhere needs a name in the root to be listed under.
-        if bundlePath != nil { _ = mkdir(backingPath + "/" + layout.bundleName, 0o755) }
-        // T2: a driver that was killed left tmp as it was.
-        for failure in container.clearTmp() {
-            FileHandleless.warn("tmp: cannot remove \(failure)")
-        }
-        if !container.supportsUserXattrs() {
-            FileHandleless.warn("\(backingPath): this file system does not store user extended attributes: every xattr call through the mount (the backup flags included) will answer ENOTSUP")
-        }
         Self.raiseDescriptorLimit()
         var configuration = MountConfiguration(backing: backingPath, mountpoint: mountPath, layout: layout)
         configuration.bundleOverride = bundlePath
@@ -124,6 +115,8 @@ struct MountCommand: ParsableCommand {
         logger.logLevel = debug ? .debug : .info
         umask(0)
 
+        // Everything that can fail comes before anything in the backing
+        // directory changes (L1).
         let fileSystem: SandboxFileSystem
         let session: FuseSession
         do {
@@ -131,11 +124,27 @@ struct MountCommand: ParsableCommand {
             let mountOptions = ["allow_other", "default_permissions", "fsname=\(backingPath)", "subtype=appsandboxfs"]
                 + options.flatMap { $0.split(separator: ",").map(String.init) }
             session = try FuseSession(fileSystem: fileSystem, options: mountOptions, debug: debug)
+        } catch {
+            Daemon.reportFailure("\(error)", readyFD: readyFD)
+            throw ExitCode(1)
+        }
+        // T2: a driver that was killed left tmp as it was (T4: unless kept).
+        if !keepTmp {
+            for failure in container.clearTmp() {
+                FileHandleless.warn("tmp: cannot remove \(failure)")
+            }
+        }
+        // A bundle from elsewhere needs a name in the root to be listed under.
+        if bundlePath != nil { _ = mkdir(backingPath + "/" + layout.bundleName, 0o755) }
+        do {
             try session.mount(at: mountPath)
             fileSystem.attach(session)
         } catch {
             Daemon.reportFailure("\(error)", readyFD: readyFD)
             throw ExitCode(1)
+        }
+        if !container.supportsUserXattrs() {
+            FileHandleless.warn("\(backingPath): this file system does not store user extended attributes: every xattr call through the mount (the backup flags included) will answer ENOTSUP")
         }
         Daemon.reportReady(readyFD: readyFD)
         session.run(maxThreads: configuration.maxThreads)

@@ -6,12 +6,15 @@ import Glibc
 enum Outcome {
     case ok(String?)
     case err(Int32)
+    /// A failure inside `repeat`, at the given round.
+    case errAt(Int32, Int)
 
     var line: String {
         switch self {
         case .ok(nil): "ok"
-        case .ok(let value?): "ok " + value
+        case .ok(let value?): value.isEmpty ? "ok" : "ok " + value
         case .err(let code): "err " + errnoName(code)
+        case .errAt(let code, let index): "err \(errnoName(code)) at \(index)"
         }
     }
 }
@@ -49,9 +52,21 @@ struct Interpreter {
     var slots: [Int: Int32] = [:]
     /// Times recorded by `stamp`, by name: (atime, mtime, ctime).
     var stamps: [String: (timespec, timespec, timespec)] = [:]
+    /// Open folder streams (opendir) by slot; a namespace apart from `slots`.
+    var streams: [Int: OpaquePointer] = [:]
+
+    /// stat of a path, or fstat of `@SLOT`.
+    private func statTarget(_ target: [UInt8], _ st: inout stat) -> Int32 {
+        if target.first == UInt8(ascii: "@") {
+            let slot = Int(String(decoding: target.dropFirst(), as: UTF8.self)) ?? -1
+            return Glibc.fstat(slots[slot] ?? -1, &st)
+        }
+        return stat(target.map { CChar(bitPattern: $0) } + [0], &st)
+    }
 
     mutating func run(_ tokens: [[UInt8]]) throws -> Outcome {
         let op = String(decoding: tokens[0], as: UTF8.self)
+        if op == "repeat" { return try repeatOperation(tokens) }
         var a = Arguments(tokens.dropFirst(), slots: slots)
         let outcome = try perform(op, &a)
         try a.done()
@@ -111,15 +126,17 @@ struct Interpreter {
         // Attributes.
         case "stat", "lstat":
             let path = try a.path()
+            let fields = restWords(&a)
             var st = stat()
             let r = op == "stat" ? stat(path, &st) : lstat(path, &st)
             guard r == 0 else { return .err(errno) }
-            return .ok(try statText(st, fields: restWords(&a)))
+            return .ok(try statText(st, fields: fields))
         case "fstat":
             let fd = try a.fd()
+            let fields = restWords(&a)
             var st = stat()
             guard Glibc.fstat(fd, &st) == 0 else { return .err(errno) }
-            return .ok(try statText(st, fields: restWords(&a)))
+            return .ok(try statText(st, fields: fields))
         case "chmod":
             let path = try a.path()
             return status(Glibc.chmod(path, try a.mode()))
@@ -151,14 +168,7 @@ struct Interpreter {
             let key = try a.word("stamp name")
             let target = try a.raw("path or @slot")
             var st = stat()
-            let r: Int32
-            if target.first == UInt8(ascii: "@") {
-                let slot = Int(String(decoding: target.dropFirst(), as: UTF8.self)) ?? -1
-                r = Glibc.fstat(slots[slot] ?? -1, &st)
-            } else {
-                r = stat(target.map { CChar(bitPattern: $0) } + [0], &st)
-            }
-            guard r == 0 else { return .err(errno) }
+            guard statTarget(target, &st) == 0 else { return .err(errno) }
             if op == "stamp" {
                 stamps[key] = (st.st_atim, st.st_mtim, st.st_ctim)
                 return .ok(nil)
@@ -166,6 +176,48 @@ struct Interpreter {
             guard let then = stamps[key] else { throw ScriptError("no stamp \(key)") }
             return .ok("atime=\(compare(st.st_atim, then.0)) mtime=\(compare(st.st_mtim, then.1)) "
                 + "ctime=\(compare(st.st_ctim, then.2))")
+
+        case "sameinode":
+            let first = try a.raw("path or @slot"), second = try a.raw("path or @slot")
+            var st1 = stat(), st2 = stat()
+            guard statTarget(first, &st1) == 0, statTarget(second, &st2) == 0 else { return .err(errno) }
+            return .ok(st1.st_ino == st2.st_ino && st1.st_dev == st2.st_dev ? "same" : "different")
+
+        // Folder streams.
+        case "opendir":
+            let slot = try a.int("slot"), path = try a.path()
+            guard let dir = opendir(path) else { return .err(errno) }
+            if let old = streams[slot] { closedir(old) }
+            streams[slot] = dir
+            return .ok(nil)
+        case "closedir":
+            guard let dir = streams.removeValue(forKey: try a.int("slot")) else { return .err(EBADF) }
+            return status(closedir(dir))
+        case "rewinddir":
+            guard let dir = streams[try a.int("slot")] else { return .err(EBADF) }
+            rewinddir(dir)
+            return .ok(nil)
+        case "dirread":
+            // dirread SLOT all -> the remaining names, sorted; dirread SLOT N
+            // -> how many of the next N entries there were.
+            let slot = try a.int("slot"), count = try a.word("count or all")
+            guard let dir = streams[slot] else { return .err(EBADF) }
+            let limit = count == "all" ? Int.max : try parseNumber(count, "count")
+            var names: [[UInt8]] = []
+            while names.count < limit {
+                errno = 0
+                guard let entry = Glibc.readdir(dir) else {
+                    if errno != 0 { return .err(errno) }
+                    break
+                }
+                names.append(withUnsafePointer(to: &entry.pointee.d_name) {
+                    $0.withMemoryRebound(to: CChar.self, capacity: 256) {
+                        Array(String(cString: $0).utf8)
+                    }
+                })
+            }
+            if count != "all" { return .ok("\(names.count)") }
+            return .ok(names.sorted { $0.lexicographicallyPrecedes($1) }.map(name).joined(separator: " "))
 
         // Names.
         case "mkdir":
@@ -197,6 +249,8 @@ struct Interpreter {
             let type = op == "mkfifo" ? S_IFIFO : try fileType(try a.word("file type"))
             let mode = try a.optionalMode(default: 0o644)
             return status(Glibc.mknod(path, type | mode, 0))
+        case "drain":
+            return drain(try a.path())
         case "readdir":
             let path = try a.path()
             let withTypes = a.optionalWord() == "types"
@@ -283,6 +337,58 @@ struct Interpreter {
         }
     }
 
+    /// `repeat N OP ARGS...`: runs OP N times with {i} in its arguments
+    /// replaced by 0, 1, ... N-1; prints `ok N`, or the first failure as
+    /// `err ENAME at I`.
+    private mutating func repeatOperation(_ tokens: [[UInt8]]) throws -> Outcome {
+        guard tokens.count >= 3 else { throw ScriptError("repeat needs a count and an operation") }
+        let count = try parseNumber(String(decoding: tokens[1], as: UTF8.self), "count")
+        let template = Array(tokens[2...])
+        let marker = Array("{i}".utf8)
+        for i in 0..<count {
+            let index = Array(String(i).utf8)
+            let expanded = template.map { token -> [UInt8] in
+                var out: [UInt8] = []
+                var rest = token[...]
+                while !rest.isEmpty {
+                    if rest.starts(with: marker) {
+                        out += index
+                        rest = rest.dropFirst(marker.count)
+                    } else {
+                        out.append(rest.removeFirst())
+                    }
+                }
+                return out
+            }
+            if case .err(let code) = try run(expanded) { return .errAt(code, i) }
+        }
+        return .ok("\(count)")
+    }
+
+    /// Reads a folder and removes each entry as soon as it is read (as rm -r
+    /// does): prints how many it removed, or the first failure.
+    private func drain(_ path: [CChar]) -> Outcome {
+        guard let dir = opendir(path) else { return .err(errno) }
+        defer { closedir(dir) }
+        var removed = 0
+        while true {
+            errno = 0
+            guard let entry = Glibc.readdir(dir) else {
+                if errno != 0 { return .err(errno) }
+                break
+            }
+            let name = withUnsafePointer(to: &entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+            }
+            if name == "." || name == ".." { continue }
+            var r = unlinkat(dirfd(dir), name, 0)
+            if r != 0, errno == EISDIR { r = unlinkat(dirfd(dir), name, AT_REMOVEDIR) }
+            if r != 0 { return .err(errno) }
+            removed += 1
+        }
+        return .ok("\(removed)")
+    }
+
     private func restWords(_ a: inout Arguments) -> [String] {
         var words: [String] = []
         while let w = a.optionalWord() { words.append(w) }
@@ -355,6 +461,10 @@ struct Interpreter {
             default: "type\(entry.1)"
             }
             return name(entry.0) + ":" + t
+        }
+        // Long listings print as a count and a hash of the names.
+        if words.count > 64 {
+            return .ok("\(words.count) entries " + quoted(Array(words.joined(separator: "/").utf8)))
         }
         return .ok(words.joined(separator: " "))
     }

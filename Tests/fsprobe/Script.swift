@@ -103,7 +103,7 @@ struct Arguments {
     /// Data to write.
     mutating func data() throws -> [UInt8] { try raw("data") }
 
-    /// A decimal number, with an optional k/m/g suffix (powers of 1024).
+    /// A decimal number, with an optional k/m/g/t suffix (powers of 1024).
     mutating func number(_ what: String) throws -> Int {
         try parseNumber(try word(what), what)
     }
@@ -148,6 +148,7 @@ func parseNumber(_ w: String, _ what: String) throws -> Int {
     case "k", "K": scale = 1 << 10
     case "m", "M": scale = 1 << 20
     case "g", "G": scale = 1 << 30
+    case "t", "T": scale = 1 << 40
     default: break
     }
     if scale != 1 { text = text.dropLast() }

@@ -21,7 +21,7 @@
 // \" \xHH and a repeat count: "ab"*3 is ababab; pieces join with bare text up
 // to the next space (d/"x"*256 is d/ and 256 x's).
 // SLOT is a number naming an open descriptor; an empty slot acts as fd -1
-// (EBADF). MODE is octal. Numbers are decimal with an optional k, m or g.
+// (EBADF). MODE is octal. Numbers are decimal with an optional k, m, g or t.
 // FLAGS are names joined by |, prefix optional (O_RDWR|O_CREAT = rdwr|creat), or 0.
 //
 // Descriptors
@@ -50,12 +50,18 @@
 //   utimens PATH ATIME MTIME [NOFOLLOW]   futimens SLOT ATIME MTIME
 //       each time: now | omit | SECONDS[.FRACTION]; or `null` alone for a NULL pointer
 //   access PATH MODE   eaccess PATH MODE  MODE: F, or letters of RWX
+//   sameinode PATH|@SLOT PATH|@SLOT  -> ok same|different  (st_ino and st_dev)
 // Names
 //   mkdir PATH [MODE=755]   rmdir PATH   unlink PATH   symlink TARGET PATH
 //   readlink PATH                    -> ok "TARGET"
 //   link OLD NEW   rename OLD NEW   renameat2 OLD NEW NOREPLACE|EXCHANGE|WHITEOUT|0
 //   mknod PATH fifo|reg|sock [MODE=644]   mkfifo PATH [MODE=644]
-//   readdir PATH [types]             -> ok . .. a b   (sorted; types: a:reg b:dir ...)
+//   readdir PATH [types]             -> ok . .. a b   (sorted; types: a:reg b:dir ...;
+//                                       over 64 entries: ok N entries fnv1a=HASH)
+//   drain PATH                       unlinks each entry as readdir returns it -> ok COUNT
+//   opendir DSLOT PATH   closedir DSLOT   rewinddir DSLOT   (folder streams: own slots)
+//   dirread DSLOT all                -> ok NAMES (the rest of the stream, sorted)
+//   dirread DSLOT N                  -> ok COUNT (how many of the next N entries came)
 // Space
 //   fallocate SLOT FLAGS OFFSET LENGTH  FLAGS: 0 KEEP_SIZE PUNCH_HOLE ZERO_RANGE
 //                                       COLLAPSE_RANGE INSERT_RANGE
@@ -72,6 +78,9 @@
 //   getlk SLOT RD|WR START LEN       ofd_getlk  -> ok unlck | ok wrlck START LEN pid=self|other|-1
 // The process
 //   umask MODE -> ok OLDMODE    sleep MILLISECONDS    echo WORDS -> ok WORDS
+// Loops
+//   repeat N OP ARGS...              OP N times, {i} in ARGS replaced by 0..N-1
+//                                    -> ok N, or the first failure: err ENAME at I
 
 import Glibc
 

@@ -14,9 +14,9 @@ struct ProbeOutput {
 /// Runs a script with fsprobe in `directory`, as root or as another user
 /// (then the folders above `directory` must let that user through).
 func runFSProbe(in directory: String, script: String, asUser uid: uid_t? = nil, group gid: gid_t? = nil,
-                timeout: Double = 120) -> ProbeOutput {
-    let result = runProcess([Binaries.fsprobe, directory], asUser: uid, group: gid, stdin: script,
-                            timeout: timeout)
+                supplementaryGroups groups: [gid_t]? = nil, timeout: Double = 120) -> ProbeOutput {
+    let result = runProcess([Binaries.fsprobe, directory], asUser: uid, group: gid,
+                            supplementaryGroups: groups, stdin: script, timeout: timeout)
     let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
     return ProbeOutput(lines: lines.last == "" ? Array(lines.dropLast()) : lines,
                        status: result.status, stderr: result.stderr)

@@ -30,6 +30,9 @@ enum ExitStatus: Equatable, CustomStringConvertible {
     }
 }
 
+/// The user (and group) tests run programs as to check permissions.
+let nobody: uid_t = 65534
+
 struct SupportError: Error, CustomStringConvertible {
     var description: String
     init(_ text: String) { description = text }
@@ -38,20 +41,23 @@ struct SupportError: Error, CustomStringConvertible {
 /// Runs a program to its end and returns its status (the exit code, or 128 +
 /// the signal, as a shell does), standard output and standard error.
 /// `asUser` runs it through `setpriv --reuid=U --regid=G --clear-groups`
-/// (the group is `group`, else the same number as the user). `stdin` is fed
+/// (the group is `group`, else the same number as the user; with
+/// `supplementaryGroups`, `--groups=A,B` instead of --clear-groups). `stdin` is fed
 /// to it (else /dev/null). After `timeout` seconds it is killed (status 137)
 /// and the standard error says so. A program that cannot start gives 127.
 func runProcess(
     _ argv: [String],
     asUser uid: uid_t? = nil,
     group gid: gid_t? = nil,
+    supplementaryGroups groups: [gid_t]? = nil,
     cwd: String? = nil,
     stdin: String? = nil,
     timeout: Double = 300
 ) -> (status: Int32, stdout: String, stderr: String) {
     var command = argv
     if let uid {
-        command = ["setpriv", "--reuid=\(uid)", "--regid=\(gid ?? gid_t(uid))", "--clear-groups", "--"] + argv
+        let groupOption = groups.map { "--groups=" + $0.map(String.init).joined(separator: ",") } ?? "--clear-groups"
+        command = ["setpriv", "--reuid=\(uid)", "--regid=\(gid ?? gid_t(uid))", groupOption, "--"] + argv
     }
     do {
         let out = try TemporaryFile(), err = try TemporaryFile()

@@ -1,0 +1,72 @@
+import ArgumentParser
+import ContainerBackup
+import Glibc
+
+struct PurgeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "purge",
+        abstract: "Empty Library/Caches and tmp as iOS does when storage runs low (K2), keeping what is marked \"do not back up\".",
+        discussion: """
+            CONTAINER is a backing directory or the mountpoint of a mounted container, but
+            purge refuses while the container is mounted: iOS purges only apps that are not
+            running. It never removes an entry that carries a flag
+            (com.apple.metadata:com_apple_backup_excludeItem or com.apple.MobileBackup),
+            nor anything below a flagged folder, and never follows a symbolic link.
+            Without --caches or --tmp, both are emptied.
+            Examples:
+              appsandboxfs purge ~/containers/MyApp
+              appsandboxfs purge ~/containers/MyApp --caches --dry-run
+            """)
+
+    @Argument(help: "The container (its backing directory).")
+    var container: String
+
+    @Flag(help: "Empty Library/Caches.")
+    var caches = false
+
+    @Flag(help: "Empty tmp.")
+    var tmp = false
+
+    @Flag(help: "Change nothing; say what would be removed.")
+    var dryRun = false
+
+    func run() throws {
+        let argument = try ContainerArgument(container)
+        let mountpoints = argument.mountpoints
+        if let mountpoint = mountpoints.first {
+            throw Failure("\(argument.backing): the container is mounted at \(mountpoint); iOS purges only apps that are not running: unmount it first (appsandboxfs unmount \(mountpoint))")
+        }
+        var targets: [Purge.Target] = []
+        if caches || !tmp { targets.append(.caches) }
+        if tmp || !caches { targets.append(.tmp) }
+        for target in targets {
+            try MountChecks.folder(argument.backing + "/" + target.rawValue, role: "container folder")
+        }
+
+        let outcomes: [Purge.Outcome]
+        do {
+            outcomes = try Purge.run(root: argument.backing, targets: targets, dryRun: dryRun)
+        } catch {
+            throw Failure("\(argument.backing): \(error)")
+        }
+        var problems = 0
+        for outcome in outcomes {
+            let verb = dryRun ? "would remove" : "removed"
+            print("\(outcome.target.rawValue): \(verb) \(outcome.removed.described)")
+            for kept in outcome.kept {
+                var why = kept.flags.map(\.name).joined(separator: ", ")
+                if kept.unrecognizedValue { why += (why.isEmpty ? "" : ", ") + "com.apple.MobileBackup (a value iOS does not read)" }
+                if kept.wholeFolder {
+                    print("  kept everything: \(kept.path) carries \(why)")
+                } else {
+                    print("  kept \(kept.path) (\(kept.kind.rawValue), \(why))")
+                }
+            }
+            for problem in outcome.problems {
+                FileHandleless.warn("\(problem.path): \(problem.error)")
+                problems += 1
+            }
+        }
+        if problems > 0 { throw Failure("\(argument.backing): \(problems) entries could not be purged") }
+    }
+}

@@ -1,0 +1,116 @@
+import AppSandboxFS
+import ArgumentParser
+import ContainerBackup
+import Glibc
+import SandboxPolicy
+
+struct RestoreCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "restore",
+        abstract: "Build a container from a backup archive, as a device restore does: Documents and Library from the archive, Library/Caches and tmp empty (K3).",
+        discussion: """
+            CONTAINER is a new backing directory (absent, or an empty folder), or with
+            --replace an existing container whose data the archive replaces (its bundle is
+            kept unless --bundle-from is given). It must not be mounted. The container is
+            built beside CONTAINER and moved into place at the end: a restore that fails
+            changes nothing. Members of the archive in the bundle, Library/Caches, tmp or
+            elsewhere at the root are not restored.
+            The app's name comes from --app-name, else from the archive (backup records
+            it), else from the container being replaced.
+            Examples:
+              appsandboxfs restore MyApp-backup.tar ~/containers/MyApp-restored
+              appsandboxfs restore MyApp-backup.tar ~/containers/MyApp --replace
+            """)
+
+    @Argument(help: "The archive to read, or - for standard input.")
+    var archive: String
+
+    @Argument(help: "The backing directory to build.")
+    var container: String
+
+    @Flag(help: "Replace the data of an existing (unmounted) container.")
+    var replace = false
+
+    @Option(help: "The app's name (the bundle is NAME.app).")
+    var appName: String?
+
+    @Option(help: "A bundle folder whose contents are copied into NAME.app.")
+    var bundleFrom: String?
+
+    @Flag(help: "Show no progress line (it is shown on a terminal for runs longer than half a second).")
+    var noProgress = false
+
+    func run() throws {
+        let target = absolutePath(container)
+        if let entry = MountTable.entry(at: target) {
+            throw Failure("\(target): a mount point (\(entry.fsType)): restore into the backing directory of an unmounted container")
+        }
+        if let mountpoint = MountTable.mountpoints(ofBacking: target).first {
+            throw Failure("\(target): the container is mounted at \(mountpoint): unmount it first (appsandboxfs unmount \(mountpoint))")
+        }
+        var status = stat()
+        let exists = lstat(target, &status) == 0
+        var existingApp: String?
+        if replace {
+            guard exists else { throw Failure("\(target): \(String(cString: strerror(errno))) (--replace needs an existing container)") }
+            existingApp = try? MountCommand.guessAppName(in: target)
+        } else if exists {
+            guard status.st_mode & S_IFMT == S_IFDIR, (try? FileManagerless.list(target))?.isEmpty == true else {
+                throw Failure("\(target): exists and is not an empty folder: restore into a new folder, or give --replace to replace a container's data")
+            }
+        } else {
+            try MountChecks.folder(splitPath(target).folder, role: "folder")
+        }
+
+        let input: Int32
+        var size: Int64?
+        if archive == "-" {
+            input = STDIN_FILENO
+        } else {
+            input = open(absolutePath(archive), O_RDONLY | O_CLOEXEC)
+            guard input >= 0 else { throw Failure("\(archive): \(String(cString: strerror(errno)))") }
+            var archiveStatus = stat()
+            if fstat(input, &archiveStatus) == 0 && archiveStatus.st_mode & S_IFMT == S_IFREG {
+                size = Int64(archiveStatus.st_size)
+            }
+        }
+        defer { if input != STDIN_FILENO { close(input) } }
+        let opening: TarArchive.Opening
+        do { opening = try TarArchive.open(input) } catch { throw Failure("\(archive): \(error)") }
+
+        guard let name = appName ?? existingApp ?? opening.appName else {
+            throw Failure("\(archive): the archive does not name its app: give --app-name")
+        }
+        if appName == nil, let existingApp, let archived = opening.appName, archived != existingApp {
+            throw Failure("\(archive): a backup of \(archived), but \(target) holds \(existingApp).app: give --app-name to restore it anyway")
+        }
+        if let problem = ContainerLayout.problemWithAppName(name) { throw Failure("app name \"\(name)\": \(problem)") }
+        let layout = ContainerLayout(appName: name)
+        let bundle = bundleFrom.map(absolutePath)
+        if replace {
+            try MountChecks.container(Container(backing: target, layout: layout), bundleElsewhere: true)
+        }
+        var bundleStatus = stat()
+        let keepBundle = replace && bundle == nil && lstat(target + "/" + layout.bundleName, &bundleStatus) == 0
+        let mode: ContainerRestore.Mode = replace ? .replace(keepBundle: keepBundle) : .create
+
+        let progress = ProgressLine("restore", enabled: !noProgress)
+        let leftovers: ContainerRestore.Leftovers
+        do {
+            leftovers = try ContainerRestore.restore(
+                input, opening: opening, expected: size, into: target, layout: layout, mode: mode,
+                layOut: { staging in
+                    try Container(backing: staging, layout: layout).create(bundleFrom: bundle, withBundle: !keepBundle)
+                },
+                progress: { progress?.update($0) })
+        } catch {
+            progress?.finish()
+            throw Failure("\(target): \(error)")
+        }
+        progress?.finish()
+        for leftover in leftovers { FileHandleless.warn("cannot remove the old data: \(leftover)") }
+        let restored = try? BackupScan.run(root: target, layout: layout)
+        let holds = restored.map { ": it holds \($0.report.backup.described) to back up" } ?? ""
+        print("Restored \(archive) into \(target) (app \(name); Library/Caches and tmp empty)\(holds)")
+    }
+}

@@ -1,0 +1,540 @@
+#!/usr/bin/env python3
+"""The benchmark of issue 5: the same workloads on native ext4 and three FUSE
+file systems, in rounds, and a table of medians with the ratio to native.
+
+How it works, in one place:
+
+- A *system* is a way to get a working folder: native (a plain folder),
+  passthrough_ll (libfuse's example), bindfs, appsandboxfs (the container's
+  Documents). Each round mounts every system over a FRESH backing folder on
+  the same ext4 file system as native, runs every workload in it, reads the
+  driver's peak RSS and CPU seconds, and unmounts. The systems take turns in
+  a rotating order (round r starts with system r), so that no system is
+  always the one that runs first or last.
+- A *workload* is a small function that does its setup untimed and returns
+  measurements: a throughput (higher is better) or a time in seconds (lower
+  is better). Either way the ratio to native is "how fast compared to
+  native": 1.0 is as fast, 0.5 is half as fast.
+- The table holds the median of the rounds for each cell; the goal column is
+  the issue's goal for appsandboxfs, and "result" says whether it is met and
+  whether appsandboxfs is at least as fast as both peers.
+
+Run it through bench/run.sh, which installs the tools and builds the drivers.
+"""
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BENCH_ROOT = Path("/var/tmp/asfs-bench")
+MiB = 1 << 20
+
+
+# --------------------------------------------------------------------------
+# Sizes
+
+@dataclass
+class Sizes:
+    file_mib: int          # the fio data file
+    rand_warm_mib: int     # bytes moved by the warm random read
+    rand_cold_mib: int     # ... by the cold random read
+    rand_write_mib: int    # ... by the random write
+    files: int             # files in one folder for the metadata case
+    tree: str              # the folder that is tarred for the tree case
+    sqlite_rows: int
+
+FULL = Sizes(file_mib=1024, rand_warm_mib=256, rand_cold_mib=64, rand_write_mib=256,
+             files=10_000, tree="/usr/include", sqlite_rows=10_000)
+QUICK = Sizes(file_mib=64, rand_warm_mib=16, rand_cold_mib=8, rand_write_mib=16,
+              files=1_000, tree="/usr/include/linux", sqlite_rows=1_000)
+
+
+# --------------------------------------------------------------------------
+# Helpers
+
+def run(*cmd, **kw):
+    return subprocess.run([str(c) for c in cmd], check=True, **kw)
+
+
+def sync():
+    os.sync()
+
+
+def drop_caches(level=3):
+    """Write back, then drop the page cache (1), dentries and inodes (2), or both (3)."""
+    os.sync()
+    Path("/proc/sys/vm/drop_caches").write_text(f"{level}\n")
+
+
+def timed(action):
+    start = time.perf_counter()
+    action()
+    return time.perf_counter() - start
+
+
+# --------------------------------------------------------------------------
+# Measurements and workloads
+
+@dataclass
+class Metric:
+    key: str
+    label: str
+    unit: str            # "MiB/s", "IOPS" (higher is better) or "s" (lower is better)
+    goal: float | None   # the issue's goal for appsandboxfs, as a ratio to native
+
+    @property
+    def higher_is_better(self):
+        return self.unit != "s"
+
+
+METRICS = [
+    Metric("seq_write", "seq write 1M blocks + fsync", "MiB/s", 0.85),
+    Metric("seq_read_cold", "seq read 1M blocks, cold", "MiB/s", 0.90),
+    Metric("rand_read_warm", "rand read 4k, warm", "IOPS", 0.60),
+    Metric("rand_read_cold", "rand read 4k, cold", "IOPS", 0.85),
+    Metric("rand_write", "rand write 4k", "IOPS", 0.50),
+    Metric("create", "create N files", "s", 0.70),
+    Metric("stat_cold", "stat N files, cold", "s", 0.30),
+    Metric("rename", "rename N files", "s", 0.40),
+    Metric("unlink", "unlink N files", "s", 0.30),
+    Metric("untar", "untar tree", "s", 0.50),
+    Metric("cp_out", "cp -r tree out", "s", 0.60),
+    Metric("ls_lR", "ls -lR tree", "s", 0.60),
+    Metric("rm_r", "rm -r tree", "s", 0.50),
+    Metric("sqlite_insert", "sqlite inserts (WAL)", "s", None),
+    Metric("sqlite_read", "sqlite point reads", "s", None),
+]
+METRIC_BY_KEY = {m.key: m for m in METRICS}
+
+
+def fio(workdir, rw, bs, sizes, io_mib=None, *extra):
+    """One fio job on fio.dat in workdir; returns (MiB/s, IOPS) from its JSON."""
+    cmd = ["fio", "--name", rw, "--directory", workdir, "--filename", "fio.dat",
+           "--rw", rw, "--bs", bs, "--size", f"{sizes.file_mib}M",
+           "--ioengine", "psync", "--direct", "0", "--fallocate", "none",
+           "--randrepeat", "1", "--output-format", "json", *extra]
+    if io_mib is not None:
+        cmd += ["--io_size", f"{io_mib}M"]
+    out = run(*cmd, capture_output=True, text=True).stdout
+    job = json.loads(out[out.index("{"):])["jobs"][0]
+    side = job["write"] if "write" in rw else job["read"]
+    return side["bw_bytes"] / MiB, side["iops"]
+
+
+def workload_data(workdir, sizes, ctx):
+    """fio: sequential write (fsync at the end, included in the time), then
+    cold sequential read, warm and cold 4 KiB random reads, 4 KiB random
+    writes (no fsync; the dirty pages are synced afterwards, untimed)."""
+    res = {}
+    res["seq_write"], _ = fio(workdir, "write", "1M", sizes, None, "--end_fsync", "1")
+    drop_caches()
+    res["seq_read_cold"], _ = fio(workdir, "read", "1M", sizes)
+    # Warm: read the whole file once through the mount; fio must not
+    # invalidate it before its run.
+    fio(workdir, "read", "1M", sizes, None, "--invalidate", "0")
+    _, res["rand_read_warm"] = fio(workdir, "randread", "4k", sizes, sizes.rand_warm_mib, "--invalidate", "0")
+    drop_caches()
+    _, res["rand_read_cold"] = fio(workdir, "randread", "4k", sizes, sizes.rand_cold_mib)
+    _, res["rand_write"] = fio(workdir, "randwrite", "4k", sizes, sizes.rand_write_mib, "--invalidate", "0")
+    sync()
+    os.unlink(Path(workdir) / "fio.dat")
+    sync()
+    return res
+
+
+def workload_files(workdir, sizes, ctx):
+    """N empty files in one folder: create (open O_CREAT|O_EXCL + close),
+    stat each after dropping all caches, rename each, unlink each."""
+    folder = Path(workdir) / "many"
+    folder.mkdir()
+    names = [str(folder / f"file{i:06d}") for i in range(sizes.files)]
+    renamed = [str(folder / f"renamed{i:06d}") for i in range(sizes.files)]
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+
+    def create():
+        for name in names:
+            os.close(os.open(name, flags, 0o644))
+
+    def stat():
+        for name in names:
+            os.lstat(name)
+
+    def rename():
+        for old, new in zip(names, renamed):
+            os.rename(old, new)
+
+    def unlink():
+        for name in renamed:
+            os.unlink(name)
+
+    res = {"create": timed(create)}
+    drop_caches()
+    res["stat_cold"] = timed(stat)
+    res["rename"] = timed(rename)
+    res["unlink"] = timed(unlink)
+    folder.rmdir()
+    sync()
+    return res
+
+
+def workload_tree(workdir, sizes, ctx):
+    """A real tree (the tarball of sizes.tree): untar into the mount, cp -r it
+    out to a native folder, ls -lR it, rm -r it. Caches are warm: each step
+    runs right after the one before, as a person would run them."""
+    tree = Path(workdir) / "tree"
+    tree.mkdir()
+    out = ctx["scratch"] / "cp-out"
+    res = {"untar": timed(lambda: run("tar", "-xf", ctx["tarball"], "-C", tree))}
+    res["cp_out"] = timed(lambda: run("cp", "-r", tree, out))
+    res["ls_lR"] = timed(lambda: run("ls", "-lR", tree, stdout=subprocess.DEVNULL))
+    res["rm_r"] = timed(lambda: run("rm", "-r", tree))
+    shutil.rmtree(out)
+    sync()
+    return res
+
+
+def workload_sqlite(workdir, sizes, ctx):
+    """Python's sqlite3: WAL mode, synchronous=NORMAL, N inserts each in its
+    own transaction (autocommit), then, on a new connection, N point reads by
+    primary key in random order."""
+    path = Path(workdir) / "bench.db"
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, value TEXT NOT NULL)")
+    payload = "x" * 200
+
+    def insert():
+        for i in range(sizes.sqlite_rows):
+            db.execute("INSERT INTO t (id, value) VALUES (?, ?)", (i, payload))
+
+    res = {"sqlite_insert": timed(insert)}
+    db.close()
+    ids = list(range(sizes.sqlite_rows))
+    random.Random(5).shuffle(ids)
+    db = sqlite3.connect(path, isolation_level=None)
+
+    def read():
+        for i in ids:
+            if db.execute("SELECT value FROM t WHERE id = ?", (i,)).fetchone() is None:
+                raise RuntimeError(f"row {i} is missing")
+
+    res["sqlite_read"] = timed(read)
+    db.close()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    sync()
+    return res
+
+
+WORKLOADS = {
+    "data": workload_data,
+    "files": workload_files,
+    "tree": workload_tree,
+    "sqlite": workload_sqlite,
+}
+
+
+# --------------------------------------------------------------------------
+# Systems
+
+def find_driver(mountpoint, program):
+    """The pid of the process whose program is `program` and whose arguments
+    name `mountpoint`."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            args = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if args and os.path.basename(args[0].decode()) == program and str(mountpoint).encode() in args:
+            return int(entry.name)
+    raise RuntimeError(f"no {program} process for {mountpoint}")
+
+
+def driver_usage(pid):
+    """(peak RSS in MiB, CPU seconds user+system) of a live process."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    hwm_kib = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:"))
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2:].split()
+    ticks = int(fields[11]) + int(fields[12])   # utime, stime (fields 14 and 15)
+    return hwm_kib / 1024, ticks / os.sysconf("SC_CLK_TCK")
+
+
+def process_alive(pid):
+    """Whether pid runs (a zombie, exited but not yet reaped, does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
+
+
+def load_average():
+    return float(Path("/proc/loadavg").read_text().split()[0])
+
+
+def wait_until(predicate, what, timeout=20):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+class System:
+    name = "?"
+    program = None   # the driver's program name, None for native
+
+    def __init__(self, root: Path, tools):
+        self.root = root
+        self.tools = tools
+        self.backing = root / "backing"
+        self.mnt = root / "mnt"
+        self.pid = None
+
+    def mount(self) -> Path:
+        """Mounts over a fresh backing folder; returns the working folder."""
+        raise NotImplementedError
+
+    def unmount(self):
+        if self.program is None or not os.path.ismount(self.mnt):
+            return
+        self._unmount()
+        wait_until(lambda: not os.path.ismount(self.mnt), f"{self.name} to unmount")
+        if self.pid:
+            wait_until(lambda: not process_alive(self.pid), f"{self.name} to exit")
+
+    def _unmount(self):
+        run("fusermount3", "-u", self.mnt)
+
+    def _ready(self):
+        wait_until(lambda: os.path.ismount(self.mnt), f"{self.name} to mount")
+        self.pid = find_driver(self.mnt, self.program)
+
+    def usage(self):
+        return driver_usage(self.pid) if self.pid else None
+
+
+class Native(System):
+    name = "native"
+
+    def mount(self):
+        self.backing.mkdir(parents=True)
+        return self.backing
+
+
+class PassthroughLL(System):
+    """libfuse's example, default options (cache=auto: 1 s timeouts, no
+    writeback cache, multithreaded); it daemonizes once mounted."""
+    name = "passthrough_ll"
+    program = "passthrough_ll"
+
+    def mount(self):
+        self.backing.mkdir(parents=True)
+        self.mnt.mkdir()
+        run(self.tools["passthrough_ll"], "-o", f"source={self.backing}", self.mnt)
+        self._ready()
+        return self.mnt
+
+
+class Bindfs(System):
+    """bindfs with its defaults (single-threaded, high-level API)."""
+    name = "bindfs"
+    program = "bindfs"
+
+    def mount(self):
+        self.backing.mkdir(parents=True)
+        self.mnt.mkdir()
+        run("bindfs", self.backing, self.mnt)
+        self._ready()
+        return self.mnt
+
+
+class AppSandboxFS(System):
+    """appsandboxfs over a fresh container; the work happens in Documents."""
+    name = "appsandboxfs"
+    program = "appsandboxfs"
+
+    def mount(self):
+        self.root.mkdir(parents=True)
+        self.mnt.mkdir()
+        exe = self.tools["appsandboxfs"]
+        run(exe, "init", self.backing, "--app-name", "Bench", stdout=subprocess.DEVNULL)
+        run(exe, "mount", self.backing, self.mnt, *self.tools["appsandboxfs_args"])
+        self._ready()
+        return self.mnt / "Documents"
+
+    def _unmount(self):
+        run(self.tools["appsandboxfs"], "unmount", self.mnt)
+
+
+SYSTEMS = {cls.name: cls for cls in (Native, PassthroughLL, Bindfs, AppSandboxFS)}
+
+
+# --------------------------------------------------------------------------
+# Rounds
+
+def run_round(number, order, sizes, workloads, tools, ctx, results, usage, log):
+    for name in order:
+        root = BENCH_ROOT / f"r{number}-{name}"
+        shutil.rmtree(root, ignore_errors=True)
+        system = SYSTEMS[name](root, tools)
+        try:
+            workdir = system.mount()
+            for wname in workloads:
+                log(f"round {number} {name}: {wname}")
+                for key, value in WORKLOADS[wname](workdir, sizes, ctx).items():
+                    results[name][key].append(value)
+            if system.pid:
+                usage[name].append(system.usage())
+        finally:
+            system.unmount()
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def format_value(value, unit):
+    if unit == "s":
+        return f"{value:.3f} s" if value < 10 else f"{value:.1f} s"
+    return f"{value:,.0f} {unit}"
+
+
+def ratio(metric, value, native):
+    if metric.higher_is_better:
+        return value / native
+    return native / value
+
+
+def make_table(systems, results, usage, sizes):
+    peers = [s for s in systems if s not in ("native", "appsandboxfs")]
+    header = ["workload"] + systems + (["goal", "result"] if "appsandboxfs" in systems else [])
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    verdicts = []
+    for metric in METRICS:
+        cells = {s: results[s].get(metric.key) for s in systems}
+        if not all(cells.values()):
+            continue
+        med = {s: statistics.median(v) for s, v in cells.items()}
+        label = metric.label.replace("N files", f"{sizes.files:,} files")
+        row = [label]
+        for s in systems:
+            text = format_value(med[s], metric.unit)
+            if s != "native" and "native" in med:
+                text += f" ({ratio(metric, med[s], med['native']):.2f})"
+            row.append(text)
+        if "appsandboxfs" in systems:
+            notes = []
+            if "native" in med and metric.goal is not None:
+                r = ratio(metric, med["appsandboxfs"], med["native"])
+                row.append(f">= {metric.goal:.2f}")
+                if r < metric.goal:
+                    notes.append(f"miss ({r:.2f} < {metric.goal:.2f})")
+            else:
+                row.append("—")
+            for peer in peers:
+                if ratio(metric, med["appsandboxfs"], med[peer]) < 1:
+                    notes.append(f"slower than {peer}")
+            row.append("; ".join(notes) if notes else "pass")
+            verdicts.append((metric.key, notes))
+        lines.append("| " + " | ".join(row) + " |")
+    lines.append("")
+    lines.append("| driver | peak RSS (median) | CPU seconds (median) |")
+    lines.append("|---|---|---|")
+    for s in systems:
+        if usage.get(s):
+            rss = statistics.median(u[0] for u in usage[s])
+            cpu = statistics.median(u[1] for u in usage[s])
+            lines.append(f"| {s} | {rss:.1f} MiB | {cpu:.2f} s |")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="small sizes for a smoke run")
+    parser.add_argument("--only", help="systems to run, comma-separated (native always runs: it is the baseline)")
+    parser.add_argument("--workloads", help=f"workloads to run, comma-separated, of: {','.join(WORKLOADS)}")
+    parser.add_argument("--out", help="also write the markdown table (and the raw numbers as .json next to it)")
+    parser.add_argument("--appsandboxfs", required=True, help="the driver binary")
+    parser.add_argument("--passthrough-ll", required=True, help="the compiled libfuse example")
+    parser.add_argument("--appsandboxfs-args", default="",
+                        help="extra arguments for appsandboxfs mount, e.g. '--threads 4 -o ...'")
+    args = parser.parse_args()
+    # A TERM unwinds like Ctrl-C, so that every mount is unmounted on the way out.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
+    systems = list(SYSTEMS)
+    if args.only:
+        wanted = set(args.only.split(",")) | {"native"}
+        unknown = wanted - set(SYSTEMS)
+        if unknown:
+            parser.error(f"unknown systems: {', '.join(sorted(unknown))}")
+        systems = [s for s in systems if s in wanted]
+    workloads = list(WORKLOADS)
+    if args.workloads:
+        workloads = args.workloads.split(",")
+        unknown = set(workloads) - set(WORKLOADS)
+        if unknown:
+            parser.error(f"unknown workloads: {', '.join(sorted(unknown))}")
+    sizes = QUICK if args.quick else FULL
+    tools = {"appsandboxfs": args.appsandboxfs, "passthrough_ll": args.passthrough_ll,
+             "appsandboxfs_args": args.appsandboxfs_args.split()}
+
+    def log(text):
+        print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+    BENCH_ROOT.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(dir=BENCH_ROOT, prefix="scratch-"))
+    try:
+        ctx = {"scratch": scratch}
+        if "tree" in workloads:
+            ctx["tarball"] = scratch / "tree.tar"
+            tree = Path(sizes.tree)
+            run("tar", "-cf", ctx["tarball"], "-C", tree.parent, tree.name)
+        results = {s: {m.key: [] for m in METRICS} for s in systems}
+        usage = {s: [] for s in systems}
+        started = time.time()
+        loads = [load_average()]
+        for number in range(args.rounds):
+            shift = number % len(systems)
+            order = systems[shift:] + systems[:shift]
+            log(f"round {number + 1}/{args.rounds}: {', '.join(order)}")
+            run_round(number + 1, order, sizes, workloads, tools, ctx, results, usage, log)
+            loads.append(load_average())
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+    minutes = (time.time() - started) / 60
+    source = subprocess.run(["git", "-C", Path(__file__).parent, "describe", "--always", "--dirty"],
+                            capture_output=True, text=True).stdout.strip() or "unknown"
+    table = make_table(systems, results, usage, sizes)
+    extra = f", mounted with {args.appsandboxfs_args!r}" if args.appsandboxfs_args else ""
+    note = (f"appsandboxfs built from {source}{extra}. "
+            f"Medians of {args.rounds} rounds ({'quick' if args.quick else 'full'} sizes: "
+            f"{sizes.file_mib} MiB file, {sizes.files:,} files, tree {sizes.tree}, "
+            f"{sizes.sqlite_rows:,} rows); {minutes:.1f} minutes; 1-minute load average "
+            f"at the start and after each round: {', '.join(f'{l:.1f}' for l in loads)}. "
+            "In brackets: the ratio to native (1.00 = as fast).\n\n")
+    print(note + table)
+    if args.out:
+        Path(args.out).write_text(note + table)
+        raw = {"sizes": sizes.__dict__, "rounds": args.rounds, "load_averages": loads, "results": results,
+               "usage": {s: [list(u) for u in v] for s, v in usage.items()}}
+        Path(args.out).with_suffix(".json").write_text(json.dumps(raw, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
