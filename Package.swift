@@ -40,7 +40,7 @@ let package = Package(
         ]),
         // What a backup holds (K1), purging (K2), backup archives (K3).
         .target(name: "ContainerBackup", dependencies: [
-            "SandboxPolicy", "BackingStore",
+            "SandboxPolicy", "BackingStore", "CLinux",
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         .executableTarget(name: "appsandboxfs", dependencies: [
@@ -53,7 +53,7 @@ let package = Package(
         // them as another user (setpriv) and compare two directories.
         .executableTarget(name: "fsprobe", path: "Tests/fsprobe"),
         .testTarget(name: "SandboxPolicyTests", dependencies: ["SandboxPolicy"]),
-        .testTarget(name: "ContainerBackupTests", dependencies: ["ContainerBackup"]),
+        .testTarget(name: "ContainerBackupTests", dependencies: ["ContainerBackup", "BackingStore"]),
         .testTarget(name: "IntegrationTests", dependencies: [
             "appsandboxfs", "fsprobe",
         ]),
