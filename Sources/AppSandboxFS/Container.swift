@@ -56,12 +56,12 @@ public struct Container: Sendable {
     /// Whether the backing file system stores `user.` extended attributes
     /// (X6: without them every xattr call through the mount answers ENOTSUP).
     public func supportsUserXattrs() -> Bool {
+        // Reading an attribute that is not there changes nothing: ENODATA
+        // means the namespace works, ENOTSUP that it does not.
         let probe = XattrNames.reservedPrefix + "probe"
-        guard asfs_lsetxattr(backing + "/Documents", probe, "1", 1, 0) == 0 else {
-            return errno != ENOTSUP && errno != EOPNOTSUPP
-        }
-        _ = asfs_lremovexattr(backing + "/Documents", probe)
-        return true
+        var byte: UInt8 = 0
+        guard asfs_lgetxattr(backing + "/Documents", probe, &byte, 1) < 0 else { return true }
+        return errno != ENOTSUP && errno != EOPNOTSUPP
     }
 
     static func isFolder(_ path: String) -> Bool {

@@ -134,6 +134,9 @@ struct MountCommand: ParsableCommand {
                 FileHandleless.warn("tmp: cannot remove \(failure)")
             }
         }
+        if !container.supportsUserXattrs() {
+            FileHandleless.warn("\(backingPath): this file system does not store user extended attributes: every xattr call through the mount (the backup flags included) will answer ENOTSUP")
+        }
         // A bundle from elsewhere needs a name in the root to be listed under.
         if bundlePath != nil { _ = mkdir(backingPath + "/" + layout.bundleName, 0o755) }
         do {
@@ -142,9 +145,6 @@ struct MountCommand: ParsableCommand {
         } catch {
             Daemon.reportFailure("\(error)", readyFD: readyFD)
             throw ExitCode(1)
-        }
-        if !container.supportsUserXattrs() {
-            FileHandleless.warn("\(backingPath): this file system does not store user extended attributes: every xattr call through the mount (the backup flags included) will answer ENOTSUP")
         }
         Daemon.reportReady(readyFD: readyFD)
         session.run(maxThreads: configuration.maxThreads)
