@@ -25,7 +25,7 @@ struct BundleRulesTests {
 
     @Test("B1 reads work in the bundle: open, read, mmap, stat, readdir, readlink, getxattr, listxattr, access")
     func readsWork() throws {
-        try withMountedContainer(prepare: Self.prepareBundle) { m in
+        try withRulesContainer(prepare: Self.prepareBundle) { m in
             let before = RulesTreeSnapshot(of: m.backing)
             let data = m.bundle + "/Resources/data.bin"
             let expected = RulesSys.pattern(10_000)
@@ -97,7 +97,7 @@ struct BundleRulesTests {
 
     @Test("B2 every change in the bundle fails with EROFS and changes nothing")
     func everyChangeFails() throws {
-        try withMountedContainer(prepare: Self.prepareBundle) { m in
+        try withRulesContainer(prepare: Self.prepareBundle) { m in
             let app = m.bundle
             let plist = app + "/Info.plist"
             let data = app + "/Resources/data.bin"
@@ -246,7 +246,7 @@ struct BundleRulesTests {
         try writeFile(outside + "/Assets/icon.png", RulesSys.pattern(3000))
         let original = RulesTreeSnapshot(of: outside)
 
-        try withMountedContainer(extraArguments: ["--bundle", outside]) { m in
+        try withRulesContainer(extraArguments: ["--bundle", outside]) { m in
             #expect(RulesSys.list(m.bundle).rulesValue == ["Assets", "BuiltApp", "Info.plist"])
             #expect(readFileText(m.bundle + "/Info.plist") == "<plist>built</plist>\n")
             #expect(readFileBytes(m.bundle + "/Assets/icon.png") == RulesSys.pattern(3000))
@@ -277,7 +277,7 @@ struct BundleRulesTests {
 
     @Test("B3 access(2) in the bundle answers from the modes as on any file system; the write then fails with EROFS")
     func accessAnswersFromModes() throws {
-        try withMountedContainer(prepare: Self.prepareBundle) { m in
+        try withRulesContainer(prepare: Self.prepareBundle) { m in
             let plist = m.bundle + "/Info.plist"
             // As root, as on any file system: W_OK is granted (root may write
             // any file the modes allow), X_OK needs an x bit somewhere.
@@ -318,7 +318,7 @@ struct BundleRulesTests {
 
     @Test("B4 the bundle folder itself cannot be removed, renamed or changed (EROFS)")
     func bundleFolderStays() throws {
-        try withMountedContainer(prepare: Self.prepareBundle) { m in
+        try withRulesContainer(prepare: Self.prepareBundle) { m in
             let app = m.bundle
             m.expectDenial("rmdir", EROFS, "file-write-unlink", at: app) { RulesSys.rmdir(app) }
             m.expectDenial("rename within the root", EROFS, "file-write-rename", at: app, m.mountpoint + "/Other.app") {

@@ -10,7 +10,7 @@ import Testing
 struct DenialLogTests {
     @Test("A denial line has the iOS form, with the calling process's name and pid")
     func lineForm() throws {
-        try withMountedContainer { m in
+        try withRulesContainer { m in
             // sh prints its pid, then the redirection is refused.
             let sh = runProcess(["sh", "-c", "echo $$; : > \"$1\"", "sh", m.bundle + "/new.txt"])
             #expect(sh.status != 0)
@@ -28,7 +28,7 @@ struct DenialLogTests {
 
     @Test("Each of the ten operation names of the contract is used for its kind of denial")
     func operationNames() throws {
-        try withMountedContainer(prepare: { backing in
+        try withRulesContainer(prepare: { backing in
             try writeFile(backing + "/Documents/Inbox/in.pdf", "handed in\n")
             #expect(RulesSys.symlink("/etc", backing + "/Documents/out") == 0)
         }) { m in
@@ -59,7 +59,7 @@ struct DenialLogTests {
         defer { removeTree(folder) }
         let log = folder + "/denials.log"
         try writeFile(log, "an earlier line\n")
-        try withMountedContainer(extraArguments: ["--denial-log", log]) { m in
+        try withRulesContainer(extraArguments: ["--denial-log", log]) { m in
             _ = RulesSys.mkdir(m.bundle + "/x")
             _ = RulesSys.chmod(m.documents, 0o700)
             _ = RulesSys.open(m.inbox + "/y", O_WRONLY | O_CREAT)
@@ -71,7 +71,7 @@ struct DenialLogTests {
 
     @Test("Allowed operations, reads and the backing file system's own errors write no denial line")
     func noLinesWithoutDenials() throws {
-        try withMountedContainer(prepare: { backing in
+        try withRulesContainer(prepare: { backing in
             try writeFile(backing + "/Documents/Inbox/in.pdf", "handed in\n")
             try writeFile(backing + "/Documents/mine.txt", "root's, 0644\n")
             try makeDirectory(backing + "/Documents/full")
@@ -102,7 +102,7 @@ struct DenialLogTests {
 
     @Test("A denial from another user's process names that process")
     func otherUsersProcess() throws {
-        try withMountedContainer(prepare: { backing in
+        try withRulesContainer(prepare: { backing in
             // The Inbox open to all, so that the kernel lets the call through to the rule.
             chmod(backing + "/Documents/Inbox", 0o777)
         }) { m in
@@ -118,7 +118,7 @@ struct DenialLogTests {
 
     @Test("Denial paths are absolute through the mountpoint, with spaces and odd names as they are, one line each")
     func pathsInLines() throws {
-        try withMountedContainer(prepare: { backing in
+        try withRulesContainer(prepare: { backing in
             try makeDirectory(backing + "/Documents/Inbox/Mail attachments")
             try writeFile(backing + "/Documents/Inbox/Mail attachments/my report (final) #2.pdf", "x")
             try writeFile(backing + "/Documents/Inbox/two\nlines.pdf", "x")
@@ -140,7 +140,7 @@ struct DenialLogTests {
     /// name the process (iOS logs name processes), not the thread.
     @Test("A denial made by a named thread names the process, not the thread")
     func processNotThread() throws {
-        try withMountedContainer { m in
+        try withRulesContainer { m in
             let call = RulesThreadCall(path: m.inbox + "/from-a-thread")
             call.runOnNamedThread("asfs-worker")
             #expect(call.code == EPERM)

@@ -10,7 +10,7 @@ import Testing
 struct EscapeRulesTests {
     @Test("E1 a symlink whose target lands outside the container fails with EPERM and creates nothing")
     func escapingSymlinksFail() throws {
-        try withMountedContainer(prepare: { backing in
+        try withRulesContainer(prepare: { backing in
             try makeDirectory(backing + "/Documents/a")
             try makeDirectory(backing + "/Documents/a/b")
             try writeFile(backing + "/Documents/doc.txt", "a document\n")
@@ -52,7 +52,7 @@ struct EscapeRulesTests {
 
     @Test("E1 a symlink that stays inside works: relative within the container, and absolute under the mountpoint")
     func insideSymlinksWork() throws {
-        try withMountedContainer(prepare: { backing in
+        try withRulesContainer(prepare: { backing in
             try makeDirectory(backing + "/Documents/a")
             try makeDirectory(backing + "/Documents/a/b")
             try writeFile(backing + "/Documents/doc.txt", "a document\n")
@@ -100,7 +100,7 @@ struct EscapeRulesTests {
     @Test("E2 a link that already points outside can be listed and lstat'ed, but readlink fails with EPERM and nothing follows it")
     func existingEscapingLinks() throws {
         try withRulesSentinel { sentinel in
-            try withMountedContainer(prepare: { backing in
+            try withRulesContainer(prepare: { backing in
                 #expect(RulesSys.symlink("/etc", backing + "/Documents/etc") == 0)
                 #expect(RulesSys.symlink("/etc/passwd", backing + "/Documents/passwd") == 0)
                 #expect(RulesSys.symlink(sentinel, backing + "/Documents/sentinel") == 0)
@@ -154,7 +154,7 @@ struct EscapeRulesTests {
     @Test("E3 a link to /etc or to a folder outside, planted in the backing directory, is never followed: reads fail and nothing is created outside")
     func plantedLinksAreNotFollowed() throws {
         try withRulesSentinel { sentinel in
-            try withMountedContainer(prepare: { backing in
+            try withRulesContainer(prepare: { backing in
                 #expect(RulesSys.symlink("/etc", backing + "/Documents/evil") == 0)
                 #expect(RulesSys.symlink(sentinel, backing + "/Documents/outside") == 0)
                 #expect(RulesSys.symlink(sentinel, backing + "/tmp-planted") == 0)
@@ -195,7 +195,7 @@ struct EscapeRulesTests {
     @Test("E3 a folder swapped for a link to the outside while mounted is never followed")
     func swappedFolderIsNotFollowed() throws {
         try withRulesSentinel { sentinel in
-            try withMountedContainer(prepare: { backing in
+            try withRulesContainer(prepare: { backing in
                 try makeDirectory(backing + "/Documents/work")
                 try writeFile(backing + "/Documents/work/a.txt", "a\n")
             }) { m in
@@ -228,7 +228,7 @@ struct EscapeRulesTests {
 
     @Test("E4 link of a bundle file to a writable place fails with EROFS, of an Inbox file with EPERM")
     func noWritableAliases() throws {
-        try withMountedContainer(prepare: { backing in
+        try withRulesContainer(prepare: { backing in
             try writeFile(backing + "/Documents/Inbox/in.pdf", "handed in\n")
             try makeDirectory(backing + "/Documents/Inbox/sub")
             try writeFile(backing + "/Documents/Inbox/sub/deep.pdf", "deeper\n")

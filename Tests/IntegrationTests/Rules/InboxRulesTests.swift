@@ -23,7 +23,7 @@ struct InboxRulesTests {
 
     @Test("I1 reads work in the Inbox as in the bundle")
     func readsWork() throws {
-        try withMountedContainer(prepare: Self.prepareInbox) { m in
+        try withRulesContainer(prepare: Self.prepareInbox) { m in
             let before = RulesTreeSnapshot(of: m.backing)
             let a = m.inbox + "/a.pdf"
             #expect(readFileBytes(a) == RulesSys.pattern(8192, seed: 3))
@@ -54,7 +54,7 @@ struct InboxRulesTests {
 
     @Test("I2 unlink of a file and rmdir of an empty folder in the Inbox work")
     func deletesWork() throws {
-        try withMountedContainer(prepare: Self.prepareInbox) { m in
+        try withRulesContainer(prepare: Self.prepareInbox) { m in
             m.expectAllowed("unlink") { RulesSys.unlink(m.inbox + "/b.txt") }
             #expect(RulesSys.lstat(m.backingPath("Documents/Inbox/b.txt")).rulesOutcome == "ENOENT")
             m.expectAllowed("unlink in a subfolder") { RulesSys.unlink(m.inbox + "/sub/c.txt") }
@@ -76,7 +76,7 @@ struct InboxRulesTests {
 
     @Test("I3 rename of a file out of the Inbox to a writable place works, and the file can then be edited")
     func moveOutWorks() throws {
-        try withMountedContainer(prepare: Self.prepareInbox) { m in
+        try withRulesContainer(prepare: Self.prepareInbox) { m in
             let inode = RulesSys.lstat(m.backingPath("Documents/Inbox/a.pdf")).rulesValue?.st_ino
             m.expectAllowed("rename to Documents") { RulesSys.rename(m.inbox + "/a.pdf", m.documents + "/a.pdf") }
             #expect(RulesSys.lstat(m.backingPath("Documents/a.pdf")).rulesValue?.st_ino == inode,
@@ -116,7 +116,7 @@ struct InboxRulesTests {
 
     @Test("I3 out of the Inbox means to a writable place: into the bundle is EROFS, into the root EPERM")
     func moveOutOnlyToWritablePlaces() throws {
-        try withMountedContainer(prepare: Self.prepareInbox) { m in
+        try withRulesContainer(prepare: Self.prepareInbox) { m in
             let a = m.inbox + "/a.pdf"
             m.expectDenial("rename into the bundle", EROFS, "file-write-rename", at: a, m.bundle + "/a.pdf") {
                 RulesSys.rename(a, m.bundle + "/a.pdf")
@@ -133,7 +133,7 @@ struct InboxRulesTests {
 
     @Test("I4 every change in the Inbox fails with EPERM and changes nothing")
     func everyChangeFails() throws {
-        try withMountedContainer(prepare: Self.prepareInbox) { m in
+        try withRulesContainer(prepare: Self.prepareInbox) { m in
             let inbox = m.inbox
             let a = inbox + "/a.pdf"
             let doc = m.documents + "/doc.txt"
@@ -225,7 +225,7 @@ struct InboxRulesTests {
 
     @Test("I5 the Inbox folder itself cannot be removed, renamed or changed (EPERM)")
     func inboxFolderStays() throws {
-        try withMountedContainer(prepare: Self.prepareInbox) { m in
+        try withRulesContainer(prepare: Self.prepareInbox) { m in
             let inbox = m.inbox
             m.expectDenial("rmdir of the full Inbox", EPERM, "file-write-unlink", at: inbox) { RulesSys.rmdir(inbox) }
             m.expectDenial("rename to Documents/Inbox2", EPERM, "file-write-rename", at: inbox, m.documents + "/Inbox2") {
@@ -265,7 +265,7 @@ struct InboxRulesTests {
         defer { removeTree(source) }
         try writeFile(source + "/report.pdf", RulesSys.pattern(100_000, seed: 9))
         try writeFile(source + "/notes", "no extension\n")
-        try withMountedContainer { m in
+        try withRulesContainer { m in
             let first = runProcess([Binaries.appsandboxfs, "deliver", source + "/report.pdf", source + "/notes",
                                     "--to", m.mountpoint])
             #expect(first.status == 0, "\(first.stderr)")

@@ -225,7 +225,7 @@ struct LifecycleRulesTests {
     @Test("L3 SIGTERM and SIGINT unmount cleanly: exit 0, not mounted, tmp emptied, data kept",
           arguments: [SIGTERM, SIGINT])
     func signalsUnmountCleanly(_ signal: Int32) throws {
-        try withMountedContainer { m in
+        try withRulesContainer { m in
             try writeFile(m.documents + "/kept.txt", "kept\n")
             try writeFile(m.tmp + "/scratch.txt", "scratch\n")
             let fd = open(m.library + "/open-while-stopping.txt", O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)

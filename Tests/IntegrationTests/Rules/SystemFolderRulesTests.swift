@@ -21,7 +21,7 @@ struct SystemFolderRulesTests {
 
     @Test("S1 the container root admits no new entries: create, mknod, mkdir, symlink, link, rename into it fail with EPERM")
     func rootAdmitsNoNewEntries() throws {
-        try withMountedContainer(prepare: Self.prepare) { m in
+        try withRulesContainer(prepare: Self.prepare) { m in
             let root = m.mountpoint
             let doc = m.documents + "/doc.txt"
             m.expectDenial("create", EPERM, "file-write-create", at: root + "/new.txt") {
@@ -61,7 +61,7 @@ struct SystemFolderRulesTests {
 
     @Test("S2 the system folders cannot be removed or renamed (EPERM)", arguments: systemFolders)
     func systemFoldersStay(_ folder: String) throws {
-        try withMountedContainer(prepare: Self.prepare) { m in
+        try withRulesContainer(prepare: Self.prepare) { m in
             let path = m.path(folder)
             // Make it empty where it can be, so that only the rule stands in
             // the way (Documents keeps the Inbox, Library its subfolders).
@@ -104,7 +104,7 @@ struct SystemFolderRulesTests {
 
     @Test("S2 the contents of the system folders can change")
     func systemFolderContentsChange() throws {
-        try withMountedContainer(prepare: Self.prepare) { m in
+        try withRulesContainer(prepare: Self.prepare) { m in
             for folder in ["Documents", "Library", "Library/Caches", "Library/Preferences", "tmp"] {
                 let path = m.path(folder)
                 m.expectAllowed("create in \(folder)") { RulesSys.open(path + "/f", O_WRONLY | O_CREAT, 0o644) }
@@ -129,7 +129,7 @@ struct SystemFolderRulesTests {
     @Test("S3 chmod, chown and utimens of the root and of the system folders fail with EPERM",
           arguments: [""] + systemFolders)
     func systemFolderAttributesFixed(_ folder: String) throws {
-        try withMountedContainer(prepare: Self.prepare) { m in
+        try withRulesContainer(prepare: Self.prepare) { m in
             let path = folder.isEmpty ? m.mountpoint : m.path(folder)
             let name = folder.isEmpty ? "the root" : folder
             m.expectDenial("chmod \(name)", EPERM, "file-write-mode", at: path) { RulesSys.chmod(path, 0o700) }

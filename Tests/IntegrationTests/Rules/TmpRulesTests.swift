@@ -15,7 +15,7 @@ struct TmpRulesTests {
         defer { removeTree(plain) }
         let expected = runFSProbe(in: plain, script: rulesWritableScript)
         #expect(expected.status == 0, "\(expected)")
-        try withMountedContainer { m in
+        try withRulesContainer { m in
             for folder in [m.tmp, m.tmp + "/sub"] {
                 if folder != m.tmp { #expect(RulesSys.mkdir(folder) == 0) }
                 let actual = runFSProbe(in: folder, script: rulesWritableScript)
@@ -61,7 +61,7 @@ struct TmpRulesTests {
 
     @Test("T2 the contents of tmp are removed when the container is mounted (a killed driver left them)")
     func clearedAtMount() throws {
-        try withMountedContainer(prepare: { backing in
+        try withRulesContainer(prepare: { backing in
             try writeFile(backing + "/tmp/left-over.txt", "from a killed driver\n")
             try makeDirectory(backing + "/tmp/left-folder")
             try writeFile(backing + "/tmp/left-folder/x", "x")

@@ -18,7 +18,7 @@ struct ToolBehaviourTests {
 
     @Test("B2 cp /etc/hosts into the bundle fails with \"Read-only file system\" and changes nothing")
     func cpIntoBundle() throws {
-        try withMountedContainer(prepare: Self.prepare) { m in
+        try withRulesContainer(prepare: Self.prepare) { m in
             let before = RulesTreeSnapshot(of: m.backing)
             let cp = runProcess(["cp", "/etc/hosts", m.bundle + "/"])
             #expect(cp.status != 0)
@@ -32,7 +32,7 @@ struct ToolBehaviourTests {
 
     @Test("I4 touch Documents/Inbox/x fails with \"Operation not permitted\"")
     func touchInInbox() throws {
-        try withMountedContainer(prepare: Self.prepare) { m in
+        try withRulesContainer(prepare: Self.prepare) { m in
             let before = RulesTreeSnapshot(of: m.backing)
             let touch = runProcess(["touch", "Documents/Inbox/x"], cwd: m.mountpoint)
             #expect(touch.status != 0)
@@ -50,7 +50,7 @@ struct ToolBehaviourTests {
 
     @Test("I3 mv Documents/Inbox/a Documents/ works")
     func mvOutOfInbox() throws {
-        try withMountedContainer(prepare: Self.prepare) { m in
+        try withRulesContainer(prepare: Self.prepare) { m in
             let mv = runProcess(["mv", "Documents/Inbox/a", "Documents/"], cwd: m.mountpoint)
             #expect(mv.status == 0, "\(mv.stderr)")
             #expect(readFileText(m.backingPath("Documents/a")) == "handed in\n")
@@ -61,7 +61,7 @@ struct ToolBehaviourTests {
 
     @Test("T1 sh -c 'rm -rf tmp/*' works")
     func rmInTmp() throws {
-        try withMountedContainer { m in
+        try withRulesContainer { m in
             try writeFile(m.tmp + "/one.txt", "1")
             try writeFile(m.tmp + "/with space.txt", "2")
             #expect(RulesSys.mkdir(m.tmp + "/tree") == 0)
@@ -79,7 +79,7 @@ struct ToolBehaviourTests {
 
     @Test("B1 I1 W1 T1 ls -la of every zone works and lists the expected names")
     func lsEveryZone() throws {
-        try withMountedContainer(prepare: Self.prepare) { m in
+        try withRulesContainer(prepare: Self.prepare) { m in
             try writeFile(m.backingPath("tmp/scratch"), "x")
             let expected: [(String, [String])] = [
                 ("", ["Documents", "Library", "TestApp.app", "tmp"]),
@@ -114,7 +114,7 @@ struct ToolBehaviourTests {
 
     @Test("I2 S2 E1 B4 more everyday commands give the expected results and messages")
     func everydayCommands() throws {
-        try withMountedContainer(prepare: Self.prepare) { m in
+        try withRulesContainer(prepare: Self.prepare) { m in
             let source = try makeTemporaryDirectory(prefix: "asfs-rules-src")
             defer { removeTree(source) }
             try writeFile(source + "/a.txt", "a")

@@ -117,7 +117,7 @@ struct WritableRulesTests {
     func posixWorksEverywhere() throws {
         let plain = try makeTemporaryDirectory(prefix: "asfs-rules-plain")
         defer { removeTree(plain) }
-        try withMountedContainer { m in
+        try withRulesContainer { m in
             for (index, zone) in Self.writableZones.enumerated() {
                 let reference = plain + "/\(index)"
                 try makeDirectory(reference)
@@ -141,7 +141,7 @@ struct WritableRulesTests {
 
     @Test("W1 the writable zones also take changes to their entries' modes, owners, times and attributes as root and as another user")
     func attributesAndOtherUsers() throws {
-        try withMountedContainer { m in
+        try withRulesContainer { m in
             for zone in ["Documents", "Library", "Library/Caches", "Library/Preferences", "Library/Application Support"] {
                 let file = m.path(zone) + "/owned.txt"
                 m.expectAllowed("create in \(zone)") { RulesSys.open(file, O_WRONLY | O_CREAT, 0o644) }
@@ -168,7 +168,7 @@ struct WritableRulesTests {
 
     @Test("W2 SQLite works on a database in Documents and in Library, WAL mode included")
     func sqliteWorks() throws {
-        try withMountedContainer { m in
+        try withRulesContainer { m in
             for folder in [m.documents, m.library, m.applicationSupport] {
                 for mode in ["DELETE", "WAL"] {
                     let db = folder + "/store-\(mode).sqlite"
@@ -221,7 +221,7 @@ struct WritableRulesTests {
 
     @Test("W3 renames between Documents, Library and tmp work (no EXDEV), files and folders alike")
     func renamesBetweenZones() throws {
-        try withMountedContainer { m in
+        try withRulesContainer { m in
             try writeFile(m.backingPath("Documents/moving.txt"), "travels\n")
             try makeDirectory(m.backingPath("Documents/folder"))
             try writeFile(m.backingPath("Documents/folder/inside.txt"), "inside\n")

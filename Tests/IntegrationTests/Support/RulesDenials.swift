@@ -38,6 +38,26 @@ let rulesOperationNames: Set<String> = [
     "file-write-owner", "file-write-times", "file-write-xattr", "file-link", "file-write-rename",
 ]
 
+/// The fixture, for the rule tests: mounts as `withMountedContainer` does,
+/// then waits until the driver answers requests before running `body`.
+/// The fixture's mount is there as soon as it shows in /proc/self/mountinfo,
+/// but the driver may still be starting (it probes the backing directory's
+/// xattr support on Documents after mounting); a request that always
+/// reaches it (statfs) returns only once it serves, so snapshots taken after
+/// it see the backing directory at rest.
+func withRulesContainer<T>(
+    extraArguments: [String] = [],
+    prepare: (String) throws -> Void = { _ in },
+    sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: (MountedContainer) throws -> T
+) throws -> T {
+    try withMountedContainer(extraArguments: extraArguments, prepare: prepare, sourceLocation: sourceLocation) { m in
+        let code = rulesStatfs(m.mountpoint)
+        #expect(code == 0, "statfs of the new mount: \(posixError(code))", sourceLocation: sourceLocation)
+        return try body(m)
+    }
+}
+
 extension MountedContainer {
     /// Runs `body` (a system call answering 0 or its errno) and checks that it
     /// failed with `expected`, that nothing changed in the backing directory

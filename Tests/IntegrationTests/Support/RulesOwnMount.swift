@@ -64,6 +64,9 @@ final class RulesMount {
             }
             usleep(10_000)
         }
+        // Serving requests means started: statfs always reaches the driver.
+        let code = rulesStatfs(mountpoint)
+        if code != 0 { throw SupportError("statfs of the new mount: \(posixError(code))") }
     }
 
     /// Runs `appsandboxfs ARGS` to its end (the background `mount`, `unmount`, ...).
@@ -76,6 +79,8 @@ final class RulesMount {
     func mountBackground(_ extra: [String] = []) -> (status: Int32, stdout: String, stderr: String) {
         run(["mount", backing, mountpoint, "--app-name", appName, "--log", root + "/background.log"] + extra)
     }
+    // (A background mount returns only once the driver says it is ready,
+    // after its start-up: no waiting needed.)
 
     func signalDriver(_ signal: Int32) {
         if let foregroundPID { kill(foregroundPID, signal) }
