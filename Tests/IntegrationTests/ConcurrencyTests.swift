@@ -16,6 +16,8 @@
 // directory), the driver must still run, and `ls -lR` of the mount must work.
 //
 // The run is bounded by operation count; the deadline is only a hang detector.
+// Longer by hand: CONCURRENCY_OPS=20000 swift test --scratch-path .build-tools --filter Concurrency
+// (the deadline grows with the count).
 
 import Glibc
 import Testing
@@ -23,9 +25,10 @@ import Testing
 @Suite("Concurrency: eight processes in one mount")
 struct ConcurrencyTests {
     static let workers = 8
-    static let operationsPerWorker = 1500
+    /// 1500 each; CONCURRENCY_OPS=N runs N each (longer runs by hand).
+    static var operationsPerWorker: Int { environment("CONCURRENCY_OPS").flatMap { Int($0) } ?? 1500 }
     /// A hang detector, not a speed goal: workers still running then are killed.
-    static let hangDeadline: Double = 120
+    static var hangDeadline: Double { 120 * max(1, Double(operationsPerWorker) / 1500) }
 
     @Test("W1: eight processes doing mixed operations, own and shared folders")
     func eightProcessesMixedOperations() throws {
@@ -37,6 +40,7 @@ struct ConcurrencyTests {
         try writeFile(verifyScript, Self.verifySource)
 
         try withMountedContainer { container in
+            defer { RealToolsTests.expectNoDenials(in: container) }
             let root = try container.scratch()
             #expect(mkdir(root + "/shared", 0o755) == 0)
 

@@ -30,12 +30,13 @@ struct RealToolsTests {
         let expected = try Self.manifest(source)
 
         try withMountedContainer { container in
+            defer { Self.expectNoDenials(in: container) }
             let scratch = try container.scratch()
             try Self.expectSuccess(Self.shell(#"cp -a -- "$1" "$2/""#, source, scratch), "cp -a into the mount")
             let inMount = scratch + "/tree"
             Self.expectSameManifest(expected, try Self.manifest(inMount), "source tree", "copy in the mount")
             Self.expectSameManifest(expected, try Self.manifest(Self.backingOf(inMount, in: container)),
-                               "source tree", "backing directory of the copy")
+                                    "source tree", "backing directory of the copy")
 
             let out = outside + "/out"
             try makeDirectory(out)
@@ -67,23 +68,24 @@ struct RealToolsTests {
         let expected = try Self.manifest(source)
         let tarOptions = "--format=posix --xattrs --xattrs-include='user.*' --numeric-owner"
         try Self.expectSuccess(Self.shell("tar \(tarOptions) -C \"$1\" -cf \"$2\" tree", outside, outside + "/in.tar"),
-                          "tar of the source")
+                               "tar of the source")
 
         try withMountedContainer { container in
+            defer { Self.expectNoDenials(in: container) }
             let scratch = try container.scratch()
             try Self.expectSuccess(Self.shell("tar \(tarOptions) --same-owner -xpf \"$2\" -C \"$1\"", scratch, outside + "/in.tar"),
-                              "tar -x into the mount")
+                                   "tar -x into the mount")
             Self.expectSameManifest(expected, try Self.manifest(scratch + "/tree"), "source tree", "tar extracted in the mount")
             let compare = try Self.shell("tar \(tarOptions) --compare -f \"$2\" -C \"$1\"", scratch, outside + "/in.tar")
             #expect(compare.status == 0 && compare.stdout.isEmpty,
                     "tar --compare against the mount: status \(compare.status)\n\(compare.stdout)\(compare.stderr)")
 
             try Self.expectSuccess(Self.shell("tar \(tarOptions) -C \"$1\" -cf \"$2\" tree", scratch, outside + "/out.tar"),
-                              "tar -c from the mount")
+                                   "tar -c from the mount")
             let out = outside + "/out"
             try makeDirectory(out)
             try Self.expectSuccess(Self.shell("tar \(tarOptions) --same-owner -xpf \"$2\" -C \"$1\"", out, outside + "/out.tar"),
-                              "tar -x of the archive made from the mount")
+                                   "tar -x of the archive made from the mount")
             Self.expectSameManifest(expected, try Self.manifest(out + "/tree"), "source tree", "tree from the mount's tar")
         }
     }
@@ -98,6 +100,7 @@ struct RealToolsTests {
         let source = try Self.buildAwkwardTree(in: outside)
 
         try withMountedContainer { container in
+            defer { Self.expectNoDenials(in: container) }
             let scratch = try container.scratch()
             try Self.expectSuccess(Self.shell(#"cp -a -- "$1" "$2/""#, source, scratch), "cp -a into the mount")
             let inMount = scratch + "/tree"
@@ -110,7 +113,7 @@ struct RealToolsTests {
                 "du -ab": #"cd "$1" && du -ab . | LC_ALL=C sort -k2"#,
                 "du -s (allocated blocks)": #"cd "$1" && du -s --block-size=1 ."#,
                 "find -printf": #"cd "$1" && find . -printf '%y %M %n %U %G %s %T@ [%l] %P\0' | LC_ALL=C sort -z | tr '\0' '\n'"#,
-                "find -type/-links/-size": #"cd "$1" && find . -type f -links 2 -printf '%P\n' | LC_ALL=C sort; find . -type l -printf '%P\n' | LC_ALL=C sort; find . -size +100k -printf '%P\n'"#,
+                "find -type/-links/-size": #"cd "$1" && find . -type f -links 2 -printf '%P\n' | LC_ALL=C sort; find . -type l -printf '%P\n' | LC_ALL=C sort; find . -size +100k -printf '%P\n' | LC_ALL=C sort"#,
             ]
             for (name, command) in commands.sorted(by: { $0.key < $1.key }) {
                 let mounted = try Self.shell("export LC_ALL=C; " + command, inMount)
@@ -139,6 +142,7 @@ struct RealToolsTests {
         let expected = try Self.manifest(source)
 
         try withMountedContainer { container in
+            defer { Self.expectNoDenials(in: container) }
             let scratch = try container.scratch()
             let inMount = scratch + "/rs"
             let out = outside + "/rs-out"
@@ -152,7 +156,7 @@ struct RealToolsTests {
                 }
             }
             Self.expectSameManifest(expected, try Self.manifest(Self.backingOf(inMount, in: container)),
-                               "source tree", "backing directory after rsync")
+                                    "source tree", "backing directory after rsync")
         }
     }
 
@@ -167,6 +171,7 @@ struct RealToolsTests {
         defer { removeTree(outside) }
 
         try withMountedContainer { container in
+            defer { Self.expectNoDenials(in: container) }
             let folder: String
             if zone == "Documents" {
                 folder = try container.scratch()
@@ -231,7 +236,7 @@ struct RealToolsTests {
             // Every connection is closed: the backing file alone is a good database.
             let relative = String(database.dropFirst(container.mountpoint.count + 1))
             let backing = try Self.shell(#"sqlite3 -bail "file:$1?mode=ro" "PRAGMA integrity_check; SELECT count(*) FROM t;""#,
-                                    container.backingPath(relative))
+                                         container.backingPath(relative))
             #expect(backing.stdout == "ok\n\(2 * rowsPerWriter)\n", "backing database: \(backing.stdout)\(backing.stderr)")
         }
     }
@@ -250,6 +255,7 @@ struct RealToolsTests {
         let gib = 1 << 30
 
         try withMountedContainer { container in
+            defer { Self.expectNoDenials(in: container) }
             let file = try container.scratch() + "/sparse.img"
             let write = try Self.shell("""
                 set -e
@@ -284,7 +290,7 @@ struct RealToolsTests {
             try Self.expectSuccess(Self.shell(#"truncate -s 4G "$1""#, file), "truncate -s 4G")
             #expect(stat(file, &info) == 0 && Int(info.st_size) == 4 * gib, "size after truncate: \(info.st_size)")
             try Self.expectSuccess(Self.shell("cmp -n 1000 -i \(4 * gib - 1000):0 \"$1\" \"$2\"", file, pattern),
-                              "the bytes below 4 GiB survive the truncate")
+                                   "the bytes below 4 GiB survive the truncate")
             let pastEnd = try Self.shell(#"dd if="$1" bs=1 skip=$((4*1024*1024*1024)) count=10 status=none | wc -c"#, file)
             #expect(Self.trimmed(pastEnd.stdout) == "0", "read past the new EOF returned \(pastEnd.stdout) bytes")
         }
@@ -423,6 +429,14 @@ extension RealToolsTests {
             Issue.record("\(what): exit \(result.status)\n\(tail(result.stderr))\n\(tail(result.stdout, lines: 10))",
                          sourceLocation: sourceLocation)
         }
+    }
+
+    /// Nothing a test does in Documents, Library or tmp is a sandbox denial:
+    /// the driver's denial log stays empty.
+    static func expectNoDenials(in container: MountedContainer, sourceLocation: SourceLocation = #_sourceLocation) {
+        let denials = container.denialLines()
+        #expect(denials.isEmpty, "the driver logged \(denials.count) denials:\n\(denials.prefix(10).joined(separator: "\n"))",
+                sourceLocation: sourceLocation)
     }
 
     /// The same path in the backing directory (for a path through the mount).

@@ -4,9 +4,11 @@
 //
 // One file is the subject. Its bytes live in memory as a model; every
 // operation is done on the real file and on the model, and every read of the
-// real file (pread, mmap, a second descriptor, a full read after reopening)
-// is compared with the model, as is the size after every operation. A second
-// file is the source for copy_file_range and has its own model.
+// real file (pread, shared and private mmap, a second descriptor, full reads
+// after reopening and after dropping the page cache with fadvise, so they
+// reach the driver) is compared with the model, as is the size after every
+// operation. A second file is the source for copy_file_range and has its own
+// model.
 //
 // The operations are chosen by a deterministic generator (SplitMix64) that
 // depends only on the seed and on the model, so a seed replays the same run.
@@ -15,7 +17,7 @@
 //
 // Running it longer by hand (both variables are read by FSXTests.swift):
 //   FSX_OPS=1000000 FSX_SEED=0xdecafbad \
-//     swift test --scratch-path .build-tools --filter FSX
+//     swift test --scratch-path .build-tools --filter DataIntegrity
 //   FSX_OPS   number of operations of the main runs (default 20000)
 //   FSX_SEED  the seed: decimal, 0x-hex, or "random" (the chosen seed is
 //             printed, and it is in every failure message)
@@ -696,8 +698,7 @@ final class FSXRunner {
     private func fail(_ what: String) throws -> Never {
         let tail = Array(log[logStart...] + log[..<logStart])
         throw FSXFailure(description: """
-            FSX failure at operation #\(operationIndex) of \(options.operations), seed 0x\(String(options.seed, radix: 16)) \
-            (replay: FSX_SEED=0x\(String(options.seed, radix: 16)) FSX_OPS=\(options.operations))
+            FSX failure at operation #\(operationIndex) of \(options.operations), seed 0x\(String(options.seed, radix: 16))
             file: \(subjectPath)
             \(what)
             last \(tail.count) operations:

@@ -20,8 +20,9 @@ struct DataIntegrityFSXTests {
     static let defaultSeed: UInt64 = 0x5EED_F5C0_2024_0001
     static let defaultOperations = 20_000
 
-    /// FSX_SEED, or the fixed default so a plain `swift test` is repeatable.
-    static var seed: UInt64 {
+    /// FSX_SEED, or the fixed default so a plain `swift test` is repeatable
+    /// (read once: "random" picks one seed for the whole run).
+    static let seed: UInt64 = {
         guard let text = environment("FSX_SEED") else {
             return defaultSeed
         }
@@ -35,7 +36,7 @@ struct DataIntegrityFSXTests {
             : UInt64(text)
         guard let parsed else { fatalError("FSX_SEED must be decimal, 0x-hex or random, not \(text)") }
         return parsed
-    }
+    }()
 
     static var operations: Int {
         guard let text = environment("FSX_OPS"), let count = Int(text), count > 0 else {
@@ -44,8 +45,11 @@ struct DataIntegrityFSXTests {
         return count
     }
 
-    /// Runs the tester and records any mismatch as an issue with its full report.
-    static func runFSX(in directory: String, seed: UInt64, operations: Int, name: String = "fsx") -> FSXReport? {
+    /// Runs the tester with seed FSX_SEED ^ salt and records any mismatch as
+    /// an issue with its full report and the command that replays it.
+    static func runFSX(in directory: String, salt: UInt64 = 0, operations: Int, name: String = "fsx",
+                       test: String = #function) -> FSXReport? {
+        let seed = Self.seed ^ salt
         let runner = FSXRunner(directory: directory, options: FSXOptions(seed: seed, operations: operations), name: name)
         do {
             let report = try runner.run()
@@ -53,7 +57,12 @@ struct DataIntegrityFSXTests {
             print("fsx: \(report.operations) operations in \(directory), seed 0x\(String(seed, radix: 16)): \(counts)")
             return report
         } catch {
-            Issue.record("\(error)")
+            let testName = test.prefix { $0 != "(" }
+            Issue.record("""
+                \(error)
+                replay: FSX_SEED=0x\(String(Self.seed, radix: 16)) FSX_OPS=\(Self.operations) \
+                swift test --scratch-path .build-tools --filter 'DataIntegrityFSXTests/\(testName)'
+                """)
             return nil
         }
     }
@@ -73,7 +82,7 @@ struct DataIntegrityFSXTests {
     func selfCheckOnPlainDirectory() throws {
         let directory = try makeTemporaryDirectory(prefix: "fsx-selfcheck")
         defer { removeTree(directory) }
-        let report = Self.runFSX(in: directory, seed: Self.seed, operations: Self.operations)
+        let report = Self.runFSX(in: directory, operations: Self.operations)
         if let report {
             Self.expectAllOperationsRan(report)
             #expect(readFileBytes(report.subjectPath) == report.finalContents)
@@ -108,8 +117,9 @@ struct DataIntegrityFSXTests {
     @Test("W1: fsx through the mount in Documents")
     func fsxInDocuments() throws {
         try withMountedContainer { container in
+            defer { RealToolsTests.expectNoDenials(in: container) }
             let directory = try container.scratch("fsx")
-            let report = Self.runFSX(in: directory, seed: Self.seed, operations: Self.operations)
+            let report = Self.runFSX(in: directory, operations: Self.operations)
             guard let report else { return }
             Self.expectAllOperationsRan(report)
             let relative = String(report.subjectPath.dropFirst(container.mountpoint.count + 1))
@@ -124,9 +134,9 @@ struct DataIntegrityFSXTests {
     @Test("W1: fsx through the mount with --writeback --keep-cache")
     func fsxWithWritebackCache() throws {
         try withMountedContainer(extraArguments: ["--writeback", "--keep-cache"]) { container in
+            defer { RealToolsTests.expectNoDenials(in: container) }
             let directory = try container.scratch("fsx-writeback")
-            let seed = Self.seed ^ 0xCAC4E
-            guard let report = Self.runFSX(in: directory, seed: seed, operations: max(Self.operations / 2, 1)) else { return }
+            guard let report = Self.runFSX(in: directory, salt: 0xCAC4E, operations: max(Self.operations / 2, 1)) else { return }
             let relative = String(report.subjectPath.dropFirst(container.mountpoint.count + 1))
             #expect(readFileBytes(container.backingPath(relative)) == report.finalContents,
                     "backing file differs from the model")
@@ -137,11 +147,11 @@ struct DataIntegrityFSXTests {
     @Test("W1/T1: fsx through the mount in Library and tmp")
     func fsxInLibraryAndTmp() throws {
         try withMountedContainer { container in
+            defer { RealToolsTests.expectNoDenials(in: container) }
             let operations = max(Self.operations / 5, 1)
-            let baseSeed = Self.seed
             for (index, zone) in [container.library, container.tmp].enumerated() {
-                let seed = baseSeed ^ (0x1111_1111 &* UInt64(index + 1))
-                guard let report = Self.runFSX(in: zone, seed: seed, operations: operations, name: "fsx-zone") else { continue }
+                let salt = 0x1111_1111 &* UInt64(index + 1)
+                guard let report = Self.runFSX(in: zone, salt: salt, operations: operations, name: "fsx-zone") else { continue }
                 let relative = String(report.subjectPath.dropFirst(container.mountpoint.count + 1))
                 #expect(readFileBytes(container.backingPath(relative)) == report.finalContents,
                         "backing file of \(report.subjectPath) differs from the model")

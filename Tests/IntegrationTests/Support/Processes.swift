@@ -91,6 +91,9 @@ func spawn(_ argv: [String], cwd: String? = nil, stdin: String, stdout: String, 
     posix_spawn_file_actions_addopen(&actions, 0, stdin, O_RDONLY, 0)
     posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_APPEND, 0)
     posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_APPEND, 0)
+    // Tests run in parallel: a descriptor another test opened without
+    // O_CLOEXEC must not leak into this child and keep a mount busy.
+    posix_spawn_file_actions_addclosefrom_np(&actions, 3)
     if let cwd {
         let r = cwd.withCString { addChdir(&actions, $0) }
         guard r == 0 else { throw SupportError("spawn: cannot chdir to \(cwd): \(posixError(r))") }
