@@ -64,7 +64,11 @@ public final class FuseSession: @unchecked Sendable {
 
     /// Mounts at `mountpoint`. The kernel queues requests until `run` serves them.
     public func mount(at mountpoint: String) throws {
+        // Signal handlers first: a SIGTERM that arrives once the mount is
+        // visible must end the loop cleanly, not kill the process.
+        fuse_set_signal_handlers(session)
         guard fuse_session_mount(session, mountpoint) == 0 else {
+            fuse_remove_signal_handlers(session)
             throw FuseSessionError(description: "cannot mount at \(mountpoint) (see the message above)")
         }
         mounted = true
@@ -74,7 +78,6 @@ public final class FuseSession: @unchecked Sendable {
     /// is gone or a signal asks to stop, then unmounts. Returns the loop's status.
     @discardableResult
     public func run(maxThreads: Int, cloneDescriptor: Bool = false) -> Int32 {
-        fuse_set_signal_handlers(session)
         let config = fuse_loop_cfg_create()
         fuse_loop_cfg_set_max_threads(config, UInt32(maxThreads))
         fuse_loop_cfg_set_idle_threads(config, UInt32(max(1, maxThreads / 2)))

@@ -12,6 +12,7 @@ struct DeliverCommand: ParsableCommand {
             Examples:
               appsandboxfs deliver invoice.pdf --to /mnt/MyApp
               appsandboxfs deliver a.txt b.txt --to ~/containers/MyApp
+              appsandboxfs deliver report.pdf --to /mnt/MyApp --json | jq -r '.delivered[].name'
             """)
 
     @Argument(help: "Files to deliver.")
@@ -19,6 +20,9 @@ struct DeliverCommand: ParsableCommand {
 
     @Option(help: "The container (backing directory or mountpoint).")
     var to: String
+
+    @Flag(help: "Print JSON for tools (the names the files got) instead of lines.")
+    var json = false
 
     func run() throws {
         let target = absolutePath(to)
@@ -30,13 +34,35 @@ struct DeliverCommand: ParsableCommand {
         }
         let inbox = backing + "/Documents/Inbox"
         try MountChecks.folder(inbox, role: "Inbox of \(target)")
+        var delivered: [Output.Delivery] = []
         for file in files {
             let source = absolutePath(file)
             var s = stat()
             guard stat(source, &s) == 0 else { throw Failure("\(file): \(String(cString: strerror(errno)))") }
             guard s.st_mode & S_IFMT == S_IFREG else { throw Failure("\(file): not a regular file") }
             let name = try deliver(source, into: inbox)
-            print("\(file) -> \(target)/Documents/Inbox/\(name)")
+            let path = "\(target)/Documents/Inbox/\(name)"
+            if json {
+                delivered.append(Output.Delivery(file: file, name: name, path: path))
+            } else {
+                print("\(file) -> \(path)")
+            }
+        }
+        if json { try JSONOutput.print(Output(container: target, delivered: delivered)) }
+    }
+
+    /// `--json`: what each file became, in the order given.
+    struct Output: Encodable {
+        var schema = "appsandboxfs.deliver/1"
+        var container: String
+        var delivered: [Delivery]
+
+        struct Delivery: Encodable {
+            /// As given on the command line.
+            var file: String
+            /// Its name in the Inbox (numbered when the name was taken).
+            var name: String
+            var path: String
         }
     }
 

@@ -146,8 +146,11 @@ struct MountCommand: ParsableCommand {
             Daemon.reportFailure("\(error)", readyFD: readyFD)
             throw ExitCode(1)
         }
+        // For `appsandboxfs status`: this driver's pid and options.
+        let statusRecord = StatusFile.publish(for: self, backing: backingPath, mountpoint: mountPath, appName: name)
         Daemon.reportReady(readyFD: readyFD)
         session.run(maxThreads: configuration.maxThreads)
+        statusRecord?.remove()
         // T2: the mount is gone (unmounted, SIGTERM or SIGINT): empty tmp.
         if !keepTmp {
             for failure in container.clearTmp() {

@@ -16,6 +16,7 @@ struct PurgeCommand: ParsableCommand {
             Examples:
               appsandboxfs purge ~/containers/MyApp
               appsandboxfs purge ~/containers/MyApp --caches --dry-run
+              appsandboxfs purge ~/containers/MyApp --dry-run --json | jq '.targets[].removed'
             """)
 
     @Argument(help: "The container (its backing directory).")
@@ -29,6 +30,9 @@ struct PurgeCommand: ParsableCommand {
 
     @Flag(help: "Change nothing; say what would be removed.")
     var dryRun = false
+
+    @Flag(help: "Print JSON for tools instead of lines.")
+    var json = false
 
     func run() throws {
         let argument = try ContainerArgument(container)
@@ -49,6 +53,15 @@ struct PurgeCommand: ParsableCommand {
         } catch {
             throw Failure("\(argument.backing): \(error)")
         }
+        if json {
+            try JSONOutput.print(PurgeOutput(container: argument.backing, dryRun: dryRun, outcomes: outcomes))
+            let problems = outcomes.reduce(0) { $0 + $1.problems.count }
+            for outcome in outcomes {
+                for problem in outcome.problems { FileHandleless.warn("\(problem.path): \(problem.error)") }
+            }
+            if problems > 0 { throw Failure("\(argument.backing): \(problems) entries could not be purged") }
+            return
+        }
         var problems = 0
         for outcome in outcomes {
             let verb = dryRun ? "would remove" : "removed"
@@ -68,5 +81,47 @@ struct PurgeCommand: ParsableCommand {
             }
         }
         if problems > 0 { throw Failure("\(argument.backing): \(problems) entries could not be purged") }
+    }
+}
+
+/// `purge --json`: what each target lost and kept.
+struct PurgeOutput: Encodable {
+    var schema = "appsandboxfs.purge/1"
+    /// The backing directory.
+    var container: String
+    var dryRun: Bool
+    var targets: [Target]
+
+    struct Target: Encodable {
+        /// "Library/Caches" or "tmp".
+        var target: String
+        /// What was removed (with --dry-run: what would be).
+        var removed: Tally
+        var kept: [Kept]
+        var problems: [WalkProblem]
+    }
+
+    struct Kept: Encodable {
+        /// Below the container root.
+        var path: String
+        var kind: EntryKind
+        var flags: [BackupFlag]
+        var unrecognizedValue: Bool
+        /// A folder above the target (or the target itself) carries the
+        /// flag: nothing was purged there.
+        var wholeFolder: Bool
+    }
+
+    init(container: String, dryRun: Bool, outcomes: [Purge.Outcome]) {
+        self.container = container
+        self.dryRun = dryRun
+        targets = outcomes.map { outcome in
+            Target(target: outcome.target.rawValue, removed: outcome.removed,
+                   kept: outcome.kept.map {
+                       Kept(path: $0.path, kind: $0.kind, flags: $0.flags, unrecognizedValue: $0.unrecognizedValue,
+                            wholeFolder: $0.wholeFolder)
+                   },
+                   problems: outcome.problems)
+        }
     }
 }

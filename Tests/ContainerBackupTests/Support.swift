@@ -141,6 +141,12 @@ func run(_ arguments: [String], stdin: String = "/dev/null") -> (status: Int32, 
     defer { posix_spawn_file_actions_destroy(&actions) }
     posix_spawn_file_actions_addopen(&actions, 0, stdin, O_RDONLY, 0)
     posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_TRUNC, 0)
+    // Tests run in parallel: no stray descriptor of another test (one inside
+    // a mount, say) may leak into this child.
+    if let closeFrom = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") {
+        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+        _ = unsafeBitCast(closeFrom, to: CloseFrom.self)(&actions, 3)
+    }
     let cArguments = arguments.map { strdup($0) } + [nil]
     defer { cArguments.forEach { free($0) } }
     var pid: pid_t = 0

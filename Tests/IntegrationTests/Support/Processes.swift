@@ -93,7 +93,7 @@ func spawn(_ argv: [String], cwd: String? = nil, stdin: String, stdout: String, 
     posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_APPEND, 0)
     // Tests run in parallel: a descriptor another test opened without
     // O_CLOEXEC must not leak into this child and keep a mount busy.
-    posix_spawn_file_actions_addclosefrom_np(&actions, 3)
+    _ = addCloseFrom(&actions, 3)
     if let cwd {
         let r = cwd.withCString { addChdir(&actions, $0) }
         guard r == 0 else { throw SupportError("spawn: cannot chdir to \(cwd): \(posixError(r))") }
@@ -148,4 +148,13 @@ private let addChdir: @convention(c) (UnsafeMutablePointer<posix_spawn_file_acti
         fatalError("this C library has no posix_spawn_file_actions_addchdir_np")
     }
     return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32).self)
+}()
+
+/// glibc's posix_spawn_file_actions_addclosefrom_np, which Swift's Glibc
+/// module does not show.
+private let addCloseFrom: @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32 = {
+    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else {
+        fatalError("this C library has no posix_spawn_file_actions_addclosefrom_np")
+    }
+    return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
 }()

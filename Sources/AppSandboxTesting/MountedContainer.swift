@@ -1,0 +1,506 @@
+import Foundation
+import Glibc
+import Synchronization
+
+/// An iOS app container mounted by the real appsandboxfs driver, for a test.
+///
+/// Each one lives in a fresh temporary folder of its own:
+///
+///     /tmp/appsandboxfs-test-XXXXXX/
+///       container/     the backing directory (a fresh container, or a copy of a template)
+///       mnt/           the mountpoint: what the code under test uses
+///       denials.log    the denial log (`denials()`)
+///       driver.log     what the driver printed (`driverLog`)
+///
+/// Use it through `withMountedContainer(_:_:)`, which always unmounts, or
+/// call `mount(_:)` and `unmount()` yourself (in XCTest's `setUp` and
+/// `tearDown`, say). Unmounting stops the driver, checks that it ended
+/// cleanly and removes the temporary folder.
+public final class MountedContainer: Sendable {
+    /// How to lay out and mount the container.
+    public struct Options: Sendable {
+        /// The app's name: the bundle is `<appName>.app`. Default: "TestApp"
+        /// for a fresh container, the one `*.app` folder of a template.
+        public var appName: String?
+        /// A backing directory to copy as the container (`cp -a`: modes,
+        /// times and extended attributes kept; the template is never
+        /// changed). Folders it lacks are created (`mount --create`).
+        /// nil: a fresh, empty container (`appsandboxfs init`).
+        public var template: String?
+        /// A folder to show read-only as the bundle instead of the
+        /// container's own (`mount --bundle`): a build output, say.
+        public var bundle: String?
+        /// Keep tmp's contents at unmount (`--keep-tmp`, rule T4).
+        public var keepTmp: Bool
+        /// `-o` options: "ro", "noexec", ...
+        public var mountOptions: [String]
+        /// More `appsandboxfs mount` arguments ("--cache-timeout", "0").
+        public var extraArguments: [String]
+        /// The appsandboxfs program. Default: `MountedContainer.locateAppSandboxFS()`.
+        public var appsandboxfs: String?
+        /// Where the temporary folder is made.
+        public var temporaryDirectory: String
+        /// Seconds to wait for the mount to be ready.
+        public var mountTimeout: Double
+        /// Seconds to wait for the driver to end after the unmount.
+        public var unmountTimeout: Double
+        /// Leave the temporary folder in place after the unmount (to look
+        /// at it after a failure). Also set by APPSANDBOXFS_KEEP_TEST_FILES=1.
+        public var keepFiles: Bool
+        /// Called with the backing directory before the mount: put files in
+        /// place (the Inbox included, which the mount does not let a process
+        /// write).
+        public var prepare: (@Sendable (_ backing: String) throws -> Void)?
+
+        public init(
+            appName: String? = nil,
+            template: String? = nil,
+            bundle: String? = nil,
+            keepTmp: Bool = false,
+            mountOptions: [String] = [],
+            extraArguments: [String] = [],
+            appsandboxfs: String? = nil,
+            temporaryDirectory: String = "/tmp",
+            mountTimeout: Double = 30,
+            unmountTimeout: Double = 15,
+            keepFiles: Bool = false,
+            prepare: (@Sendable (_ backing: String) throws -> Void)? = nil
+        ) {
+            self.appName = appName
+            self.template = template
+            self.bundle = bundle
+            self.keepTmp = keepTmp
+            self.mountOptions = mountOptions
+            self.extraArguments = extraArguments
+            self.appsandboxfs = appsandboxfs
+            self.temporaryDirectory = temporaryDirectory
+            self.mountTimeout = mountTimeout
+            self.unmountTimeout = unmountTimeout
+            self.keepFiles = keepFiles || environmentValue("APPSANDBOXFS_KEEP_TEST_FILES") == "1"
+            self.prepare = prepare
+        }
+
+        /// A copy of the container `path`.
+        public static func template(_ path: String, appName: String? = nil) -> Options {
+            Options(appName: appName, template: path)
+        }
+    }
+
+    /// The folders of a container, each with its own rules.
+    public enum Zone: String, Sendable, CaseIterable {
+        /// `<App>.app`: read-only (EROFS).
+        case bundle
+        /// `Documents`: read-write, backed up.
+        case documents
+        /// `Documents/Inbox`: read and delete only (EPERM).
+        case inbox
+        /// `Library`: read-write, backed up.
+        case library
+        /// `Library/Application Support`.
+        case applicationSupport
+        /// `Library/Caches`: read-write, not backed up.
+        case caches
+        /// `Library/Preferences`.
+        case preferences
+        /// `tmp`: read-write, emptied at every mount and unmount.
+        case tmp
+
+        /// The zone's path below the container root.
+        public func relativePath(appName: String) -> String {
+            switch self {
+            case .bundle: appName + ".app"
+            case .documents: "Documents"
+            case .inbox: "Documents/Inbox"
+            case .library: "Library"
+            case .applicationSupport: "Library/Application Support"
+            case .caches: "Library/Caches"
+            case .preferences: "Library/Preferences"
+            case .tmp: "tmp"
+            }
+        }
+    }
+
+    /// The mountpoint: the container's root as the code under test sees it
+    /// (what an iOS app gets from NSHomeDirectory()).
+    public let mountpoint: String
+    /// The backing directory: the same files, without the rules (to set
+    /// things up or check them behind the driver's back).
+    public let backing: String
+    public let appName: String
+    /// The temporary folder that holds everything; removed at the unmount.
+    public let root: String
+    /// The file the driver appends each denial line to.
+    public let denialLogPath: String
+    /// What the driver printed.
+    public let driverLogPath: String
+    /// The appsandboxfs program that serves the mount.
+    public let appsandboxfs: String
+
+    private let driver: Driver
+    private let options: Options
+    private let tornDown = Mutex(false)
+
+    private init(mountpoint: String, backing: String, appName: String, root: String, appsandboxfs: String,
+                 driver: Driver, options: Options) {
+        self.mountpoint = mountpoint
+        self.backing = backing
+        self.appName = appName
+        self.root = root
+        self.denialLogPath = root + "/denials.log"
+        self.driverLogPath = root + "/driver.log"
+        self.appsandboxfs = appsandboxfs
+        self.driver = driver
+        self.options = options
+    }
+
+    deinit {
+        // A container that was never unmounted (a test that forgot to):
+        // unmount it now rather than leave it mounted.
+        if let problem = tearDown() {
+            FileHandle.standardError.write(Data("AppSandboxTesting: \(problem)\n".utf8))
+        }
+    }
+
+    // MARK: Paths
+
+    /// The driver's pid.
+    public var driverPID: Int32 { driver.pid }
+
+    public var bundle: String { path(.bundle) }
+    public var documents: String { path(.documents) }
+    public var inbox: String { path(.inbox) }
+    public var library: String { path(.library) }
+    public var applicationSupport: String { path(.applicationSupport) }
+    public var caches: String { path(.caches) }
+    public var preferences: String { path(.preferences) }
+    public var tmp: String { path(.tmp) }
+
+    /// A zone's folder through the mount.
+    public func path(_ zone: Zone) -> String { path(zone.relativePath(appName: appName)) }
+
+    /// A path through the mount, relative to the container root
+    /// ("Documents/notes.txt"); "" is the mountpoint.
+    public func path(_ relative: String) -> String {
+        relative.isEmpty ? mountpoint : mountpoint + "/" + relative
+    }
+
+    /// The same relative path in the backing directory.
+    public func backingPath(_ relative: String = "") -> String {
+        relative.isEmpty ? backing : backing + "/" + relative
+    }
+
+    /// The environment an iOS app sees in this container (as
+    /// `appsandboxfs env` prints it): HOME and CFFIXED_USER_HOME are the
+    /// mountpoint, TMPDIR its tmp folder with a trailing slash.
+    public var environment: [String: String] {
+        ["HOME": mountpoint, "CFFIXED_USER_HOME": mountpoint, "TMPDIR": mountpoint + "/tmp/"]
+    }
+
+    // MARK: The driver
+
+    /// Whether the kernel's mount table lists the container at its mountpoint.
+    public var isMounted: Bool { MountInfo.isContainerMount(mountpoint) }
+
+    /// Every denial the driver logged since the mount (or since
+    /// `clearDenials()`), oldest first.
+    public func denials() -> [Denial] {
+        (readText(denialLogPath) ?? "").split(separator: "\n").compactMap { Denial(line: String($0)) }
+    }
+
+    /// Forgets the denials logged so far.
+    public func clearDenials() {
+        truncate(denialLogPath, 0)
+    }
+
+    /// What the driver printed so far.
+    public var driverLog: String { readText(driverLogPath) ?? "" }
+
+    /// Runs a program "inside" the container, through `appsandboxfs run`:
+    /// with HOME, CFFIXED_USER_HOME and TMPDIR set as on iOS.
+    public func run(_ arguments: [String], timeout: Double = 120) throws -> ProcessResult {
+        try Subprocess.run([appsandboxfs, "run", mountpoint, "--"] + arguments, timeout: timeout)
+    }
+
+    /// Puts a copy of `file` into Documents/Inbox, as Mail or AirDrop would
+    /// (`appsandboxfs deliver`), and returns its path through the mount
+    /// (report-1.pdf when report.pdf is taken).
+    @discardableResult
+    public func deliver(_ file: String) throws -> String {
+        let result = try Subprocess.run([appsandboxfs, "deliver", file, "--to", mountpoint, "--json"])
+        guard result.succeeded else {
+            throw FixtureError("appsandboxfs deliver \(file) failed (\(result.status)): \(result.standardError)")
+        }
+        struct Output: Decodable {
+            struct Delivery: Decodable { var path: String }
+            var delivered: [Delivery]
+        }
+        guard let path = try? JSONDecoder().decode(Output.self, from: Data(result.standardOutput.utf8)).delivered.first?.path
+        else { throw FixtureError("appsandboxfs deliver printed no path: \(result.standardOutput)") }
+        return path
+    }
+
+    // MARK: Mounting and unmounting
+
+    /// Lays out a container in a fresh temporary folder and mounts it;
+    /// returns once the mount is ready. Pair it with `unmount()`.
+    public static func mount(_ options: Options = Options()) throws -> MountedContainer {
+        let program = try locateAppSandboxFS(options.appsandboxfs)
+        let root = try makeTemporaryFolder(in: options.temporaryDirectory)
+        var handedOver = false
+        defer { if !handedOver && !options.keepFiles { removeTree(root) } }
+
+        let backing = root + "/container", mountpoint = root + "/mnt"
+        guard mkdir(mountpoint, 0o755) == 0 else { throw FixtureError("mkdir \(mountpoint): \(String(cString: strerror(errno)))") }
+        var arguments = [program, "mount", backing, mountpoint, "--foreground", "--denial-log", root + "/denials.log"]
+        let appName: String
+        if let template = options.template {
+            guard isFolder(template) else { throw FixtureError("template \(template): not a folder") }
+            appName = try options.appName ?? appNameOfTemplate(template, bundle: options.bundle)
+            guard mkdir(backing, 0o755) == 0 else { throw FixtureError("mkdir \(backing): \(String(cString: strerror(errno)))") }
+            let copy = try Subprocess.run(["cp", "-a", "--reflink=auto", "--", template + "/.", backing + "/"])
+            guard copy.succeeded else { throw FixtureError("copying the template \(template) failed: \(copy.standardError)") }
+            arguments.append("--create")
+        } else {
+            appName = options.appName ?? "TestApp"
+            let initialize = try Subprocess.run([program, "init", backing, "--app-name", appName])
+            guard initialize.succeeded else {
+                throw FixtureError("appsandboxfs init \(backing) failed (\(initialize.status)): \(initialize.standardError)")
+            }
+        }
+        arguments += ["--app-name", appName]
+        if let bundle = options.bundle { arguments += ["--bundle", bundle] }
+        if options.keepTmp { arguments.append("--keep-tmp") }
+        if !options.mountOptions.isEmpty { arguments += ["-o", options.mountOptions.joined(separator: ",")] }
+        arguments += options.extraArguments
+        try options.prepare?(backing)
+        for file in [root + "/denials.log", root + "/driver.log"] {
+            let fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { throw FixtureError("\(file): \(String(cString: strerror(errno)))") }
+            close(fd)
+        }
+
+        let driver = try Driver.start(arguments, log: root + "/driver.log")
+        let deadline = monotonicSeconds() + options.mountTimeout
+        while !MountInfo.isContainerMount(mountpoint) {
+            if let status = driver.exitStatus {
+                throw FixtureError("appsandboxfs ended (status \(status)) before the mount was ready: \(arguments.joined(separator: " "))\n"
+                    + lastLines(readText(root + "/driver.log") ?? ""))
+            }
+            if monotonicSeconds() > deadline {
+                driver.signal(SIGKILL)
+                _ = driver.waitForExit(timeout: 15)
+                lazyUnmount(mountpoint)
+                throw FixtureError("appsandboxfs did not mount within \(options.mountTimeout) s: \(arguments.joined(separator: " "))\n"
+                    + lastLines(readText(root + "/driver.log") ?? ""))
+            }
+            usleep(5_000)
+        }
+        handedOver = true
+        return MountedContainer(mountpoint: mountpoint, backing: backing, appName: appName, root: root,
+                                appsandboxfs: program, driver: driver, options: options)
+    }
+
+    /// Unmounts, waits for the driver to end and removes the temporary
+    /// folder. Throws, after cleaning up all the same, when something was
+    /// wrong: the driver died during the test or did not end cleanly, or the
+    /// mount was busy (a file or working folder still open in it). Calling
+    /// it again does nothing.
+    public func unmount() throws {
+        if let problem = tearDown() { throw FixtureError(problem) }
+    }
+
+    /// What `withMountedContainer` does when the body threw: clean up, and
+    /// only print what went wrong (the body's error is the one to report).
+    func unmountAfterFailure() {
+        if let problem = tearDown() {
+            FileHandle.standardError.write(Data("AppSandboxTesting: \(problem)\n".utf8))
+        }
+    }
+
+    /// The one teardown: nil when all went well, else what went wrong.
+    private func tearDown() -> String? {
+        let first = tornDown.withLock { done in
+            defer { done = true }
+            return !done
+        }
+        guard first else { return nil }
+        var problems: [String] = []
+        let earlyExit = driver.exitStatus
+        if let earlyExit {
+            problems.append("appsandboxfs ended during the test (status \(earlyExit))")
+        }
+        var clean = earlyExit == nil
+        if isMounted && earlyExit == nil {
+            var result = Self.unmountCommand(mountpoint)
+            // A descriptor closed a moment ago may still hold the mount.
+            var tries = 0
+            while !result.succeeded && isMounted && tries < 20 {
+                usleep(100_000)
+                tries += 1
+                result = Self.unmountCommand(mountpoint)
+            }
+            if isMounted {
+                clean = false
+                problems.append("unmounting \(mountpoint) failed: \(result.standardError.trimmingCharacters(in: .whitespacesAndNewlines)) (a file or working folder still open in it?); stopped the driver instead")
+                driver.signal(SIGTERM)
+            }
+        }
+        if driver.waitForExit(timeout: options.unmountTimeout) == nil {
+            problems.append("appsandboxfs did not end within \(options.unmountTimeout) s of the unmount; killed it")
+            driver.signal(SIGKILL)
+            _ = driver.waitForExit(timeout: 15)
+        } else if clean, let status = driver.exitStatus, status != 0 {
+            problems.append("appsandboxfs ended with status \(status) at the unmount")
+        }
+        if isMounted { Self.lazyUnmount(mountpoint) }
+        if isMounted {
+            problems.append("\(mountpoint) is still mounted; left \(root) in place")
+        } else if !options.keepFiles {
+            Self.removeTree(root)
+        }
+        guard !problems.isEmpty else { return nil }
+        return problems.joined(separator: "; ") + "\nThe driver's last lines:\n" + lastLines(driverLog)
+    }
+
+    // MARK: Helpers
+
+    /// The appsandboxfs program: `explicit` if given, else $APPSANDBOXFS_BIN
+    /// (the program or its folder), else the one beside the running test
+    /// binary (when the test target depends on the appsandboxfs product,
+    /// SwiftPM builds it there: .build/debug/appsandboxfs), else the first
+    /// on PATH.
+    public static func locateAppSandboxFS(_ explicit: String? = nil) throws -> String {
+        func program(_ path: String) -> String { isFolder(path) ? path + "/appsandboxfs" : path }
+        var tried: [String] = []
+        if let explicit {
+            guard isExecutableFile(program(explicit)) else { throw FixtureError("appsandboxfs: \(program(explicit)) is not an executable") }
+            return program(explicit)
+        }
+        if let variable = environmentValue("APPSANDBOXFS_BIN") {
+            guard isExecutableFile(program(variable)) else {
+                throw FixtureError("APPSANDBOXFS_BIN=\(variable): \(program(variable)) is not an executable")
+            }
+            return program(variable)
+        }
+        if let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+            let beside = (executable as NSString).deletingLastPathComponent + "/appsandboxfs"
+            if isExecutableFile(beside) { return beside }
+            tried.append(beside)
+        }
+        if let found = Subprocess.onPath("appsandboxfs") { return found }
+        tried.append("PATH")
+        throw FixtureError("appsandboxfs not found (looked at \(tried.joined(separator: ", "))): build it (swift build --product appsandboxfs), put it on PATH (mount-scripts/setup.sh does), or set APPSANDBOXFS_BIN")
+    }
+
+    private static func appNameOfTemplate(_ template: String, bundle: String?) throws -> String {
+        let bundles = ((try? FileManager.default.contentsOfDirectory(atPath: template)) ?? [])
+            .filter { $0.hasSuffix(".app") && $0.count > 4 && isFolder(template + "/" + $0) }
+        guard bundles.count == 1 else {
+            throw FixtureError("template \(template): cannot tell the app's name (\(bundles.count) *.app folders): give Options.appName")
+        }
+        return String(bundles[0].dropLast(4))
+    }
+
+    private static func makeTemporaryFolder(in folder: String) throws -> String {
+        var template = Array("\(folder)/appsandboxfs-test-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else {
+            throw FixtureError("mkdtemp in \(folder): \(String(cString: strerror(errno)))")
+        }
+        let path = String(cString: made)
+        chmod(path, 0o755)  // so that code run as another user can reach the mount
+        return path
+    }
+
+    private static func unmountCommand(_ mountpoint: String) -> ProcessResult {
+        let arguments = Subprocess.onPath("fusermount3").map { [$0, "-u", mountpoint] } ?? ["umount", mountpoint]
+        return (try? Subprocess.run(arguments, timeout: 30)) ?? ProcessResult(status: 127, standardOutput: "", standardError: "cannot run \(arguments[0])")
+    }
+
+    private static func lazyUnmount(_ mountpoint: String) {
+        if let fusermount = Subprocess.onPath("fusermount3") {
+            _ = try? Subprocess.run([fusermount, "-u", "-z", mountpoint], timeout: 30)
+        }
+        if MountInfo.isContainerMount(mountpoint) {
+            _ = try? Subprocess.run(["umount", "-l", mountpoint], timeout: 30)
+        }
+    }
+
+    /// `rm -rf --one-file-system`: never descends into a mount still there.
+    private static func removeTree(_ path: String) {
+        _ = try? Subprocess.run(["rm", "-rf", "--one-file-system", "--", path], timeout: 300)
+    }
+}
+
+/// Mounts a container for the length of `body` and always unmounts it, also
+/// when `body` throws or an expectation in it fails.
+///
+///     try withMountedContainer { container in
+///         try Data("hi".utf8).write(to: URL(fileURLWithPath: container.documents + "/a.txt"))
+///         #expect(container.denials().isEmpty)
+///     }
+///
+/// Throws what `body` throws; else, when the teardown found something wrong
+/// (see `MountedContainer.unmount()`), that.
+public func withMountedContainer<T>(
+    _ options: MountedContainer.Options = MountedContainer.Options(),
+    _ body: (MountedContainer) throws -> T
+) throws -> T {
+    let container = try MountedContainer.mount(options)
+    let value: T
+    do {
+        value = try body(container)
+    } catch {
+        container.unmountAfterFailure()
+        throw error
+    }
+    try container.unmount()
+    return value
+}
+
+/// The same for an async body; also unmounts when the task is cancelled.
+public func withMountedContainer<T>(
+    _ options: MountedContainer.Options = MountedContainer.Options(),
+    isolation: isolated (any Actor)? = #isolation,
+    _ body: (MountedContainer) async throws -> T
+) async throws -> T {
+    let container = try MountedContainer.mount(options)
+    let value: T
+    do {
+        value = try await body(container)
+    } catch {
+        container.unmountAfterFailure()
+        throw error
+    }
+    try container.unmount()
+    return value
+}
+
+/// /proc/self/mountinfo.
+enum MountInfo {
+    /// Whether a container (type fuse.appsandboxfs) is mounted at exactly `path`.
+    static func isContainerMount(_ path: String) -> Bool {
+        for line in (readText("/proc/self/mountinfo") ?? "").split(separator: "\n") {
+            // 36 35 0:52 / /tmp/x/mnt rw,nosuid - fuse.appsandboxfs /tmp/x/container rw,...
+            let fields = line.split(separator: " ", omittingEmptySubsequences: false)
+            guard fields.count > 4, let dash = fields.firstIndex(of: "-"), fields.count > dash + 1 else { continue }
+            if fields[dash + 1] == "fuse.appsandboxfs" && unescape(fields[4]) == path { return true }
+        }
+        return false
+    }
+
+    /// mountinfo writes space, tab, newline and backslash as \ooo.
+    static func unescape(_ field: Substring) -> String {
+        var bytes: [UInt8] = []
+        var input = Array(field.utf8)[...]
+        while let byte = input.popFirst() {
+            if byte == UInt8(ascii: "\\"), input.count >= 3,
+               let value = UInt8(String(decoding: input.prefix(3), as: UTF8.self), radix: 8) {
+                bytes.append(value)
+                input = input.dropFirst(3)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}

@@ -1,0 +1,84 @@
+import ArgumentParser
+import Foundation
+import Glibc
+
+struct EnvCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "env",
+        abstract: "Print the environment an iOS app sees in a mounted container (HOME, CFFIXED_USER_HOME, TMPDIR), as shell exports.",
+        discussion: """
+            CONTAINER_MOUNT is the mountpoint of a mounted container (or its backing
+            directory, when it is mounted). HOME and CFFIXED_USER_HOME are the container's
+            root, TMPDIR its tmp folder with a trailing slash, as on iOS (what
+            NSHomeDirectory() and NSTemporaryDirectory() return). The values are quoted for
+            sh, bash and zsh.
+            Exit status: 0; 1 when CONTAINER_MOUNT is not a mounted container.
+
+            Examples:
+              appsandboxfs env /mnt/MyApp
+              eval "$(appsandboxfs env /mnt/MyApp)"
+              appsandboxfs env /mnt/MyApp --json
+            """)
+
+    @Argument(help: "The mountpoint of a mounted container.")
+    var containerMount: String
+
+    @Flag(help: "Print JSON for tools instead of shell exports.")
+    var json = false
+
+    func run() throws {
+        let container = try MountedContainerPath(containerMount)
+        let environment = container.iOSEnvironment
+        if json {
+            try JSONOutput.print(Output(container: container.mountpoint, backing: container.backing,
+                                        environment: Dictionary(uniqueKeysWithValues: environment)))
+        } else {
+            for (name, value) in environment {
+                print("export \(name)=\(shellQuoted(value))")
+            }
+        }
+    }
+
+    struct Output: Encodable {
+        var schema = "appsandboxfs.env/1"
+        var container: String
+        var backing: String
+        var environment: [String: String]
+    }
+}
+
+/// A mounted container named on the command line by its mountpoint, or by
+/// its backing directory when that is mounted.
+struct MountedContainerPath {
+    let mountpoint: String
+    let backing: String
+
+    init(_ argument: String) throws {
+        let path = absolutePath(argument)
+        if let entry = MountTable.entry(at: path) {
+            guard entry.fsType == MountTable.containerType else {
+                throw Failure("\(path): a mount point of \(entry.fsType), not of a container")
+            }
+            mountpoint = path
+            backing = entry.source
+        } else if let first = MountTable.mountpoints(ofBacking: path).first {
+            mountpoint = first
+            backing = path
+        } else {
+            throw Failure("\(path): not a mounted container (mount it first: appsandboxfs mount BACKING \(path))")
+        }
+        if MountChecks.isStale(mountpoint) {
+            throw Failure("\(mountpoint): a stale mount (its driver died: transport endpoint is not connected); run `appsandboxfs unmount \(mountpoint)`")
+        }
+    }
+
+    /// What an iOS app finds in its environment, in this order.
+    var iOSEnvironment: [(String, String)] {
+        [("HOME", mountpoint), ("CFFIXED_USER_HOME", mountpoint), ("TMPDIR", mountpoint + "/tmp/")]
+    }
+}
+
+/// `text` in single quotes, each ' written as '\'' (sh, bash, zsh, dash).
+func shellQuoted(_ text: String) -> String {
+    "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
+}

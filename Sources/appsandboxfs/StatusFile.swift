@@ -1,0 +1,198 @@
+import Foundation
+import Glibc
+
+/// What a driver says about itself, for `appsandboxfs status`: the kernel's
+/// mount table knows the mountpoint and the backing directory (the mount's
+/// source) but not the driver's pid nor the options it was started with.
+///
+/// The driver writes one record, `<state dir>/<pid>.json`, once its mount is
+/// ready, and removes it when it exits. A driver that was killed (SIGKILL)
+/// leaves its record behind: `status` tells it from a live one by the pid
+/// and the process's start time, and the next driver to start removes it.
+///
+/// The state dir is $APPSANDBOXFS_STATE_DIR, else /run/appsandboxfs for root,
+/// else $XDG_RUNTIME_DIR/appsandboxfs, else /tmp/appsandboxfs-<uid>.
+struct MountRecord: Codable, Equatable {
+    var pid: Int32
+    /// Field 22 of /proc/<pid>/stat (clock ticks after boot): a pid that was
+    /// reused by another process has another start time.
+    var processStart: UInt64
+    var mountpoint: String
+    var backing: String
+    var appName: String
+    /// When the mount became ready (ISO 8601, UTC).
+    var started: String
+    var options: Options
+
+    /// The options the driver was started with (defaults included).
+    struct Options: Codable, Equatable {
+        var bundle: String?
+        var keepTmp: Bool
+        var denialLog: String?
+        var log: String?
+        var cacheTimeout: Double
+        var writeback: Bool
+        var keepCache: Bool
+        var threads: Int
+        var debug: Bool
+        /// The `-o` options, one per element.
+        var mountOptions: [String]
+
+        enum CodingKeys: String, CodingKey {
+            case bundle, keepTmp, denialLog, log, cacheTimeout, writeback, keepCache, threads, debug, mountOptions
+        }
+
+        /// Every key always, null when not given (decoding is synthesized).
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(bundle, forKey: .bundle)
+            try container.encode(keepTmp, forKey: .keepTmp)
+            try container.encode(denialLog, forKey: .denialLog)
+            try container.encode(log, forKey: .log)
+            try container.encode(cacheTimeout, forKey: .cacheTimeout)
+            try container.encode(writeback, forKey: .writeback)
+            try container.encode(keepCache, forKey: .keepCache)
+            try container.encode(threads, forKey: .threads)
+            try container.encode(debug, forKey: .debug)
+            try container.encode(mountOptions, forKey: .mountOptions)
+        }
+
+        /// The options as `mount -o` / fstab would spell them (the mount
+        /// helper's names), e.g. `cache_timeout=1,threads=10,keep_tmp,ro`.
+        var asMountOptions: String {
+            var parts = ["cache_timeout=\(formatSeconds(cacheTimeout))", "threads=\(threads)"]
+            if writeback { parts.append("writeback") }
+            if keepCache { parts.append("keep_cache") }
+            if keepTmp { parts.append("keep_tmp") }
+            if debug { parts.append("debug") }
+            if let bundle { parts.append("bundle=\(bundle)") }
+            if let denialLog { parts.append("denial_log=\(denialLog)") }
+            if let log { parts.append("log=\(log)") }
+            return (parts + mountOptions).joined(separator: ",")
+        }
+    }
+}
+
+enum StatusFile {
+    /// Where records live.
+    static var directory: String {
+        if let override = nonEmptyEnvironment("APPSANDBOXFS_STATE_DIR") { return override }
+        if geteuid() == 0 { return "/run/appsandboxfs" }
+        if let runtime = nonEmptyEnvironment("XDG_RUNTIME_DIR") { return runtime + "/appsandboxfs" }
+        return "/tmp/appsandboxfs-\(geteuid())"
+    }
+
+    /// The driver's own record, removed by `remove()` at exit.
+    struct Published {
+        let path: String
+        func remove() { unlink(path) }
+    }
+
+    /// Called by the driver once its mount is ready. Never fails the mount:
+    /// when the record cannot be written, `status` shows the mount without
+    /// a pid, and a warning says why.
+    static func publish(for command: MountCommand, backing: String, mountpoint: String, appName: String) -> Published? {
+        let pid = getpid()
+        let options = MountRecord.Options(
+            bundle: command.bundle.map(absolutePath), keepTmp: command.keepTmp,
+            denialLog: command.denialLog.map(absolutePath), log: command.log.map(absolutePath),
+            cacheTimeout: command.cacheTimeout, writeback: command.writeback, keepCache: command.keepCache,
+            threads: command.threads, debug: command.debug,
+            mountOptions: command.options.flatMap { $0.split(separator: ",").map(String.init) })
+        let record = MountRecord(
+            pid: pid, processStart: processStartTime(pid) ?? 0, mountpoint: mountpoint, backing: backing,
+            appName: appName, started: iso8601(Date()), options: options)
+        let folder = directory
+        pruneDeadRecords(in: folder)
+        do {
+            try makeFolder(folder)
+            let path = folder + "/\(pid).json"
+            let temporary = folder + "/.\(pid).json.partial"
+            try JSONOutput.data(record).write(to: URL(fileURLWithPath: temporary))
+            guard rename(temporary, path) == 0 else {
+                let code = errno
+                unlink(temporary)
+                throw Failure("\(path): \(String(cString: strerror(code)))")
+            }
+            return Published(path: path)
+        } catch {
+            FileHandleless.warn("cannot write the status record in \(folder) (`appsandboxfs status` will not show this driver's pid and options): \(error)")
+            return nil
+        }
+    }
+
+    /// Every readable record in the state dir, with whether its driver still
+    /// runs.
+    static func records() -> [(record: MountRecord, alive: Bool)] {
+        let folder = directory
+        guard let names = try? FileManagerless.list(folder) else { return [] }
+        return names.filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }.sorted().compactMap { name in
+            guard let data = FileManager.default.contents(atPath: folder + "/" + name),
+                  let record = try? JSONDecoder().decode(MountRecord.self, from: data) else { return nil }
+            return (record, isAlive(record))
+        }
+    }
+
+    /// The process is still the one that wrote the record.
+    static func isAlive(_ record: MountRecord) -> Bool {
+        guard let start = processStartTime(record.pid) else { return false }
+        return record.processStart == 0 || start == record.processStart
+    }
+
+    /// Records of drivers that were killed: removed when the next driver
+    /// starts (status itself changes nothing).
+    private static func pruneDeadRecords(in folder: String) {
+        for (record, alive) in records() where !alive {
+            unlink(folder + "/\(record.pid).json")
+        }
+    }
+
+    private static func makeFolder(_ path: String) throws {
+        if mkdir(path, 0o755) != 0 && errno != EEXIST {
+            throw Failure("\(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Field 22 of /proc/<pid>/stat. The command name (field 2) is in
+    /// parentheses and may hold spaces: count from the last ")".
+    static func processStartTime(_ pid: Int32) -> UInt64? {
+        guard let text = try? String(contentsOfFileWithoutFoundation: "/proc/\(pid)/stat"),
+              let close = text.lastIndex(of: ")") else { return nil }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        // fields[0] is field 3 (state); field 22 is fields[19].
+        guard fields.count > 19 else { return nil }
+        return UInt64(fields[19])
+    }
+}
+
+/// The JSON every verb prints with --json: one object, keys in camelCase
+/// and sorted, pretty-printed, slashes unescaped, a `schema` key naming the
+/// format and its version (as `backup-report --json`).
+enum JSONOutput {
+    static func data<T: Encodable>(_ value: T) throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return try encoder.encode(value)
+    }
+
+    static func print<T: Encodable>(_ value: T) throws {
+        FileHandle.standardOutput.write(try data(value) + Data("\n".utf8))
+    }
+}
+
+func nonEmptyEnvironment(_ name: String) -> String? {
+    guard let value = getenv(name) else { return nil }
+    let text = String(cString: value)
+    return text.isEmpty ? nil : text
+}
+
+func iso8601(_ date: Date) -> String {
+    let formatter = ISO8601DateFormatter()
+    formatter.timeZone = TimeZone(identifier: "UTC")
+    return formatter.string(from: date)
+}
+
+/// 1 for 1.0, 0.5 for 0.5.
+func formatSeconds(_ value: Double) -> String {
+    value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+}
