@@ -36,7 +36,8 @@ extension SandboxFileSystem {
         if changes.uid != nil || changes.gid != nil { change.insert(.owner) }
         if changes.size != nil { change.insert(.size) }
         if changes.accessTime != nil || changes.modificationTime != nil { change.insert(.times) }
-        if !change.isEmpty, let denied = denial(.setAttributes(node.zone, change), request, path: { mountPath(of: node) }) {
+        if !change.isEmpty, !Self.isKernelTimeFlush(change, node: node),
+           let denied = denial(.setAttributes(node.zone, change), request, path: { mountPath(of: node) }) {
             reply.error(denied)
             return
         }
@@ -66,6 +67,15 @@ extension SandboxFileSystem {
         } catch {
             reply.error(error)
         }
+    }
+
+    /// With the writeback cache the kernel keeps a file's times itself and
+    /// writes them back later, also after the file was unlinked (its ctime
+    /// changed). Such a write of times to a file that no longer has a name
+    /// is no change to the container, and no process asked for it.
+    static func isKernelTimeFlush(_ change: AttributeChange, node: Node) -> Bool {
+        guard change == .times, let current = try? Backing.stat(node.fd) else { return false }
+        return current.st_nlink == 0
     }
 
     static func timespec(_ change: TimeChange?) -> Glibc.timespec {

@@ -325,7 +325,11 @@ public final class MountedContainer: Sendable {
         }
         guard first else { return nil }
         var problems: [String] = []
-        let earlyExit = driver.exitStatus
+        var earlyExit = driver.exitStatus
+        if earlyExit == nil && Self.isStale(mountpoint) {
+            // The driver died a moment ago: its thread is about to reap it.
+            earlyExit = driver.waitForExit(timeout: 5)
+        }
         if let earlyExit {
             problems.append("appsandboxfs ended during the test (status \(earlyExit))")
         }
@@ -409,6 +413,12 @@ public final class MountedContainer: Sendable {
         let path = String(cString: made)
         chmod(path, 0o755)  // so that code run as another user can reach the mount
         return path
+    }
+
+    /// A mount whose driver is gone answers ENOTCONN.
+    private static func isStale(_ mountpoint: String) -> Bool {
+        var status = statvfs()
+        return statvfs(mountpoint, &status) != 0 && errno == ENOTCONN
     }
 
     private static func unmountCommand(_ mountpoint: String) -> ProcessResult {

@@ -10,7 +10,6 @@ struct AppSandboxFSCommand: ParsableCommand {
             Error: <path>: <problem>), 64 for a command line it cannot parse; backup-report
             --strict, status and run have their own (see each verb's --help, and
             docs/cli.md).
-
             Examples:
               appsandboxfs init ~/containers/MyApp --app-name MyApp
               appsandboxfs mount ~/containers/MyApp /mnt/MyApp

@@ -13,7 +13,6 @@ struct EnvCommand: ParsableCommand {
             NSHomeDirectory() and NSTemporaryDirectory() return). The values are quoted for
             sh, bash and zsh.
             Exit status: 0; 1 when CONTAINER_MOUNT is not a mounted container.
-
             Examples:
               appsandboxfs env /mnt/MyApp
               eval "$(appsandboxfs env /mnt/MyApp)"

@@ -53,13 +53,13 @@ struct MountCommand: ParsableCommand {
     var recover = false
 
     @Option(help: "Seconds the kernel may cache names and attributes.")
-    var cacheTimeout: Double = 1.0
+    var cacheTimeout: Double = 86400
 
     @Flag(inversion: .prefixedNo, help: "Let the kernel cache writes and send them in large batches (writeback cache).")
     var writeback = false
 
     @Flag(inversion: .prefixedNo, help: "Keep the kernel's page cache of a file across opens.")
-    var keepCache = false
+    var keepCache = true
 
     @Option(help: "Worker threads serving requests.")
     var threads: Int = 10

@@ -12,7 +12,6 @@ struct RunCommand: ParsableCommand {
             -- before COMMAND when it has options of its own.
             Exit status: COMMAND's; 127 when COMMAND is not found, 126 when it cannot be
             run; 1 when CONTAINER_MOUNT is not a mounted container.
-
             Examples:
               appsandboxfs run /mnt/MyApp -- swift test
               appsandboxfs run /mnt/MyApp -- sh -c 'echo "$HOME" > "$TMPDIR/probe"'

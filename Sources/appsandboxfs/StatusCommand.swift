@@ -19,7 +19,6 @@ struct StatusCommand: ParsableCommand {
             With MOUNTPOINT arguments only those are shown.
             Exit status: 0; 2 when a mount shown is stale; 1 when a MOUNTPOINT given is
             not a mounted container.
-
             Examples:
               appsandboxfs status
               appsandboxfs status --json | jq -r '.mounts[] | "\\(.mountpoint) \\(.pid)"'
