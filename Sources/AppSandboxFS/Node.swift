@@ -19,6 +19,7 @@ final class Node: Sendable {
     /// Changed only under the table's lock; read anywhere.
     let lookups = Atomic<UInt64>(0)
     private let zoneValue: Atomic<UInt8>
+    private let noCapability = Atomic<Bool>(false)
 
     init(fd: Int32, stat: stat, zone: Zone) {
         self.fd = fd
@@ -31,6 +32,14 @@ final class Node: Sendable {
     var zone: Zone {
         get { Zone(rawValue: zoneValue.load(ordering: .relaxed))! }
         set { zoneValue.store(newValue.rawValue, ordering: .relaxed) }
+    }
+
+    /// Known to have no security.capability attribute. Only a setxattr
+    /// through the mount can add one (a write by the driver, as root, never
+    /// does), and it clears this.
+    var hasNoCapability: Bool {
+        get { noCapability.load(ordering: .relaxed) }
+        set { noCapability.store(newValue, ordering: .relaxed) }
     }
 
     var id: NodeID { NodeID(rawValue: UInt64(UInt(bitPattern: Unmanaged.passUnretained(self).toOpaque()))) }

@@ -7,7 +7,10 @@ import SystemPackage
 // Open files: the handle given to the kernel is the backing descriptor.
 extension SandboxFileSystem {
     func openOptions() -> OpenOptions {
-        OpenOptions(keepCache: configuration.keepCache)
+        // FLUSH carries nothing this driver needs (the kernel keeps the
+        // locks, and without the writeback cache there is no dirty data to
+        // push at close): spare the kernel the round trip.
+        OpenOptions(keepCache: configuration.keepCache, noFlush: !configuration.writebackCache)
     }
 
     @inline(__always)

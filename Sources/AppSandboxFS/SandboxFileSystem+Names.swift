@@ -165,7 +165,16 @@ extension SandboxFileSystem {
         if flags.contains(.exchange) {
             operation = .exchange(first: moved, second: destination)
         } else {
-            let replacing = (try? Backing.stat(in: newParent.fd, newName.cString)) != nil ? destination : nil
+            // Only a system folder (or a root entry) at the destination can
+            // turn a rename into a denial by being replaced; for any other
+            // name the "replaced" cell is the same whether it exists or not,
+            // so the existence check is spared.
+            let replacing: Zone?
+            if destination.systemFolder == destination {
+                replacing = (try? Backing.stat(in: newParent.fd, newName.cString)) != nil ? destination : nil
+            } else {
+                replacing = destination
+            }
             operation = .rename(entry: moved, into: newParent.zone, replacing: replacing)
         }
         if let denied = denial(operation, request, path: { mountPath(of: parent, child: name.cString) }) {
@@ -176,7 +185,7 @@ extension SandboxFileSystem {
             try Backing.rename(in: parent.fd, name.cString, to: newParent.fd, newName.cString, flags: flags.rawValue)
             // The moved file now lives in another zone; record it on its node
             // (and on the other one of an exchange).
-            if let movedStat = try? Backing.stat(in: newParent.fd, newName.cString),
+            if moved != destination, let movedStat = try? Backing.stat(in: newParent.fd, newName.cString),
                let node = nodes.existing(InodeKey(movedStat)) {
                 node.zone = destination
                 if node.isDirectory && moved != destination { forgetEntries(below: node) }

@@ -24,6 +24,7 @@ extension SandboxFileSystem {
         let visible = name.string
         if visible.hasPrefix("system.") { reply.error(.notSupported); return }
         if privilegedNamespace(visible) && request.caller.uid != 0 { reply.error(.notPermitted); return }
+        if visible == Self.capabilityName { node.hasNoCapability = false }
         // ext4 refuses user attributes on symbolic links.
         if node.isSymlink { reply.error(.notPermitted); return }
         do {
@@ -38,6 +39,14 @@ extension SandboxFileSystem {
 
     public func getxattr(_ request: Request, node id: NodeID, name: FileName, reply: consuming ReplyXattr) {
         let node = nodes.node(id)
+        // The kernel asks for security.capability before every write (to
+        // know whether the write must drop it): answer from memory once the
+        // file is known to have none.
+        let asksCapability = strcmp(name.cString, Self.capabilityName) == 0
+        if asksCapability && node.hasNoCapability {
+            reply.error(.noData)
+            return
+        }
         let visible = name.string
         if visible.hasPrefix("system.") { reply.error(.notSupported); return }
         if node.isSymlink { reply.error(.noData); return }
@@ -59,9 +68,12 @@ extension SandboxFileSystem {
                 reply.value(result.1[0..<result.0])
             }
         } catch {
+            if asksCapability && error == .noData { node.hasNoCapability = true }
             reply.error(error)
         }
     }
+
+    static let capabilityName = "security.capability"
 
     public func listxattr(_ request: Request, node id: NodeID, reply: consuming ReplyXattr) {
         let node = nodes.node(id)
