@@ -28,24 +28,48 @@ public struct Container: Sendable {
     /// `bundleFrom`, the bundle's contents are copied in (modes, times and
     /// attributes kept); a bundle without Info.plist gets a minimal one.
     public func create(bundleFrom: String? = nil, withBundle: Bool = true) throws {
-        try FileManager.default.createDirectory(atPath: backing, withIntermediateDirectories: true)
-        for folder in ContainerLayout.requiredFolders where !Self.isFolder(backing + "/" + folder) {
-            try FileManager.default.createDirectory(atPath: backing + "/" + folder, withIntermediateDirectories: true)
+        // Check everything first, so that a refusal changes nothing.
+        if let bundleFrom, !Self.isFolder(bundleFrom) {
+            throw ContainerError("bundle \(bundleFrom): " + (Self.exists(bundleFrom) ? "not a folder" : "no such folder"))
+        }
+        if Self.exists(backing) && !Self.isFolder(backing) {
+            throw ContainerError("\(backing): not a folder")
+        }
+        let parent = (backing as NSString).deletingLastPathComponent
+        if !Self.exists(backing), !Self.isFolder(parent) {
+            throw ContainerError("\(backing): cannot be created: \(parent) " + (Self.exists(parent) ? "is not a folder" : "does not exist"))
+        }
+        try Self.makeFolder(backing)
+        for folder in ContainerLayout.requiredFolders {
+            try Self.makeFolder(backing + "/" + folder)
         }
         guard withBundle else { return }
         let bundle = backing + "/" + layout.bundleName
-        if !Self.isFolder(bundle) {
-            try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: true)
-        }
+        try Self.makeFolder(bundle)
         if let bundleFrom {
-            guard Self.isFolder(bundleFrom) else { throw ContainerError("\(bundleFrom): not a folder") }
             let status = runCommand("/bin/cp", ["-a", "--", bundleFrom + "/.", bundle + "/"])
-            guard status == 0 else { throw ContainerError("\(bundleFrom): copying the bundle failed (cp exited with \(status))") }
+            guard status == 0 else { throw ContainerError("bundle \(bundleFrom): copying it failed (cp exited with \(status))") }
         }
         let plist = bundle + "/Info.plist"
-        if !FileManager.default.fileExists(atPath: plist) {
-            try Self.infoPlist(appName: layout.appName).write(toFile: plist, atomically: true, encoding: .utf8)
+        if !Self.exists(plist) {
+            do {
+                try Self.infoPlist(appName: layout.appName).write(toFile: plist, atomically: true, encoding: .utf8)
+            } catch {
+                throw ContainerError("\(plist): cannot be written")
+            }
         }
+    }
+
+    /// mkdir that accepts an existing folder and names the path in its error.
+    static func makeFolder(_ path: String) throws {
+        if mkdir(path, 0o755) == 0 || (errno == EEXIST && isFolder(path)) { return }
+        let code = errno == EEXIST ? ENOTDIR : errno
+        throw ContainerError("\(path): \(String(cString: strerror(code)))")
+    }
+
+    static func exists(_ path: String) -> Bool {
+        var s = stat()
+        return lstat(path, &s) == 0
     }
 
     /// Empties tmp (T2) safely (T3). Returns what could not be removed.

@@ -1,13 +1,12 @@
 import Glibc
 import SandboxPolicy
-import Synchronization
 
 /// Writes one line per sandbox denial, in the iOS form
 /// `Sandbox: <process>(<pid>) deny(1) <operation> <path>`,
 /// to standard error and, if asked, appended to a file.
 final class DenialLog: Sendable {
     private let fileDescriptor: Int32?
-    private let writeLock = Mutex(())
+    private let writeLock = Locked(())
 
     init(file: String?) throws {
         if let file {

@@ -1,5 +1,4 @@
 import Glibc
-import Synchronization
 
 /// An open folder being listed: a `DIR` stream and where it stands. The
 /// kernel does not list one open folder from two threads at once, but the
@@ -11,12 +10,12 @@ final class DirectoryStream: Sendable {
         var position: off_t = 0
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     /// Takes ownership of `fd`, an open folder descriptor.
     init?(fd: Int32) {
         guard let stream = fdopendir(fd) else { return nil }
-        state = Mutex(State(stream: stream))
+        state = Locked(State(stream: stream))
     }
 
     /// Calls `body` for each entry from `offset` on with the entry's name,

@@ -49,7 +49,7 @@ final class Node: Sendable {
 /// so that two names of one file (hard links) share one node.
 final class NodeTable: Sendable {
     let root: Node
-    private let nodes = Mutex<[InodeKey: Node]>([:])
+    private let nodes = Locked<[InodeKey: Node]>([:])
 
     init(root: Node) {
         self.root = root

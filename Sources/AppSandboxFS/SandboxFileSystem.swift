@@ -5,7 +5,6 @@ import Glibc
 import Logging
 import SandboxPolicy
 import SystemPackage
-import Synchronization
 import Foundation
 
 /// The container file system: a passthrough of the backing directory in
@@ -23,7 +22,7 @@ public final class SandboxFileSystem: FileSystemOperations {
     let bundleRoot: Int32?
     let bundleName: String
     /// The session, for telling the kernel to drop cached entries.
-    let session = Mutex<FuseSession?>(nil)
+    let session = Locked<FuseSession?>(nil)
 
     public init(configuration: MountConfiguration, logger: Logger) throws {
         self.configuration = configuration

@@ -15,7 +15,8 @@ import Synchronization
 /// Use it through `withMountedContainer(_:_:)`, which always unmounts, or
 /// call `mount(_:)` and `unmount()` yourself (in XCTest's `setUp` and
 /// `tearDown`, say). Unmounting stops the driver, checks that it ended
-/// cleanly and removes the temporary folder.
+/// cleanly and removes the temporary folder. A watcher beside each driver
+/// unmounts the container if the test process dies without a teardown.
 public final class MountedContainer: Sendable {
     /// How to lay out and mount the container.
     public struct Options: Sendable {
@@ -279,10 +280,11 @@ public final class MountedContainer: Sendable {
             close(fd)
         }
 
-        let driver = try Driver.start(arguments, log: root + "/driver.log")
+        let driver = try Driver.start(arguments, mountpoint: mountpoint, log: root + "/driver.log")
         let deadline = monotonicSeconds() + options.mountTimeout
         while !MountInfo.isContainerMount(mountpoint) {
             if let status = driver.exitStatus {
+                driver.releaseWatcher()
                 throw FixtureError("appsandboxfs ended (status \(status)) before the mount was ready: \(arguments.joined(separator: " "))\n"
                     + lastLines(readText(root + "/driver.log") ?? ""))
             }
@@ -290,6 +292,7 @@ public final class MountedContainer: Sendable {
                 driver.signal(SIGKILL)
                 _ = driver.waitForExit(timeout: 15)
                 lazyUnmount(mountpoint)
+                driver.releaseWatcher()
                 throw FixtureError("appsandboxfs did not mount within \(options.mountTimeout) s: \(arguments.joined(separator: " "))\n"
                     + lastLines(readText(root + "/driver.log") ?? ""))
             }
@@ -326,8 +329,8 @@ public final class MountedContainer: Sendable {
         guard first else { return nil }
         var problems: [String] = []
         var earlyExit = driver.exitStatus
-        if earlyExit == nil && Self.isStale(mountpoint) {
-            // The driver died a moment ago: its thread is about to reap it.
+        if earlyExit == nil && (driver.hasExited || Self.isStale(mountpoint)) {
+            // The driver died a moment ago (its threads may still be ending).
             earlyExit = driver.waitForExit(timeout: 5)
         }
         if let earlyExit {
@@ -357,6 +360,7 @@ public final class MountedContainer: Sendable {
             problems.append("appsandboxfs ended with status \(status) at the unmount")
         }
         if isMounted { Self.lazyUnmount(mountpoint) }
+        driver.releaseWatcher()
         if isMounted {
             problems.append("\(mountpoint) is still mounted; left \(root) in place")
         } else if !options.keepFiles {
@@ -415,10 +419,11 @@ public final class MountedContainer: Sendable {
         return path
     }
 
-    /// A mount whose driver is gone answers ENOTCONN.
+    /// A mount whose driver is gone answers ENOTCONN (ECONNABORTED once the
+    /// connection was aborted).
     private static func isStale(_ mountpoint: String) -> Bool {
         var status = statvfs()
-        return statvfs(mountpoint, &status) != 0 && errno == ENOTCONN
+        return statvfs(mountpoint, &status) != 0 && (errno == ENOTCONN || errno == ECONNABORTED)
     }
 
     private static func unmountCommand(_ mountpoint: String) -> ProcessResult {

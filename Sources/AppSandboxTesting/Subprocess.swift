@@ -31,15 +31,21 @@ enum Subprocess {
         return ProcessResult(status: status ?? 137, standardOutput: output.text(), standardError: errors.text() + note)
     }
 
-    /// Starts a program with standard input from /dev/null and its output
-    /// appended to the named files; every signal at its default, none
-    /// blocked, whatever the test runner did to its own threads.
-    static func spawn(_ arguments: [String], standardOutput: String, standardError: String) throws -> pid_t {
+    /// Starts a program with standard input from /dev/null (or the
+    /// descriptor `standardInput`) and its output appended to the named
+    /// files; every signal at its default, none blocked, whatever the test
+    /// runner did to its own threads.
+    static func spawn(_ arguments: [String], standardInput: Int32? = nil, standardOutput: String,
+                      standardError: String) throws -> pid_t {
         guard let program = arguments.first else { throw FixtureError("no program to run") }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        if let standardInput {
+            posix_spawn_file_actions_adddup2(&actions, standardInput, 0)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        }
         posix_spawn_file_actions_addopen(&actions, 1, standardOutput, O_WRONLY | O_APPEND | O_CREAT, 0o644)
         posix_spawn_file_actions_addopen(&actions, 2, standardError, O_WRONLY | O_APPEND | O_CREAT, 0o644)
         var attributes = posix_spawnattr_t()

@@ -16,6 +16,7 @@ public final class FuseSession: @unchecked Sendable {
     private let session: OpaquePointer
     private let box: Unmanaged<FileSystemBox>
     private var mounted = false
+    private var handlingSignals = false
 
     /// `options` are mount options as for `-o` (allow_other, fsname=...).
     public init(fileSystem: any FileSystemOperations, options: [String], debug: Bool = false) throws {
@@ -67,8 +68,10 @@ public final class FuseSession: @unchecked Sendable {
         // Signal handlers first: a SIGTERM that arrives once the mount is
         // visible must end the loop cleanly, not kill the process.
         fuse_set_signal_handlers(session)
+        handlingSignals = true
         guard fuse_session_mount(session, mountpoint) == 0 else {
             fuse_remove_signal_handlers(session)
+            handlingSignals = false
             throw FuseSessionError(description: "cannot mount at \(mountpoint) (see the message above)")
         }
         mounted = true
@@ -84,7 +87,8 @@ public final class FuseSession: @unchecked Sendable {
         fuse_loop_cfg_set_clone_fd(config, cloneDescriptor ? 1 : 0)
         let status = fuse_session_loop_mt(session, config)
         fuse_loop_cfg_destroy(config)
-        fuse_remove_signal_handlers(session)
+        // The handlers stay until the session goes: a second SIGTERM during
+        // the owner's clean-up after the loop must not kill the process.
         unmount()
         return status
     }
@@ -113,6 +117,7 @@ public final class FuseSession: @unchecked Sendable {
     }
 
     deinit {
+        if handlingSignals { fuse_remove_signal_handlers(session) }
         unmount()
         fuse_session_destroy(session)
         box.release()

@@ -18,7 +18,7 @@ struct BackupReportCommand: ParsableCommand {
             cannot be read. The JSON schema is in docs/backup.md.
             Examples:
               appsandboxfs backup-report /mnt/MyApp
-              appsandboxfs backup-report ~/containers/MyApp --json --strict --large-file-threshold 5M
+              appsandboxfs backup-report ~/MyApp --json --strict --large-file-threshold 5M
             """)
 
     @Argument(help: "The container (backing directory or mountpoint).")

@@ -43,13 +43,28 @@ enum Daemon {
             break
         }
         close(readEnd)
-        let text = String(decoding: message, as: UTF8.self)
+        // The child writes "warning: ..." lines, then "ready" or "error: ...".
+        var lines = String(decoding: message, as: UTF8.self).split(separator: "\n").map(String.init)
+        for warning in lines.filter({ $0.hasPrefix("warning: ") }) {
+            FileHandleless.warn(String(warning.dropFirst(9)))
+        }
+        lines.removeAll { $0.hasPrefix("warning: ") }
+        let text = lines.last ?? ""
         if text == "ready" { return }
         var exitStatus: Int32 = 0
         waitpid(pid, &exitStatus, 0)
         let reason = text.hasPrefix("error: ") ? String(text.dropFirst(7)) : "the driver exited before the mount was ready"
         FileHandle.standardError.write(Data("Error: \(reason)\n".utf8))
         throw ExitCode(1)
+    }
+
+    /// A warning at start: on standard error, and for a background start
+    /// also through the pipe, so that the waiting parent shows it.
+    static func warn(_ message: String, readyFD: Int32?) {
+        FileHandleless.warn(message)
+        guard let readyFD else { return }
+        var bytes = Array("warning: \(message.replacingOccurrences(of: "\n", with: " "))\n".utf8)
+        _ = write(readyFD, &bytes, bytes.count)
     }
 
     static func reportReady(readyFD: Int32?) {

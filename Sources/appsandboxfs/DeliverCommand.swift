@@ -12,7 +12,7 @@ struct DeliverCommand: ParsableCommand {
             Examples:
               appsandboxfs deliver invoice.pdf --to /mnt/MyApp
               appsandboxfs deliver a.txt b.txt --to ~/containers/MyApp
-              appsandboxfs deliver report.pdf --to /mnt/MyApp --json | jq -r '.delivered[].name'
+              appsandboxfs deliver a.pdf --to /mnt/MyApp --json | jq -r '.delivered[].name'
             """)
 
     @Argument(help: "Files to deliver.")

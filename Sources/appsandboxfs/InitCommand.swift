@@ -9,7 +9,7 @@ struct InitCommand: ParsableCommand {
         discussion: """
             Examples:
               appsandboxfs init ~/containers/MyApp --app-name MyApp
-              appsandboxfs init ~/containers/MyApp --app-name MyApp --bundle-from build/MyApp.app
+              appsandboxfs init ~/MyApp --app-name MyApp --bundle-from build/MyApp.app
             """)
 
     @Argument(help: "The backing directory to create (or complete).")
@@ -32,7 +32,7 @@ struct InitCommand: ParsableCommand {
         do {
             try container.create(bundleFrom: bundleFrom.map(absolutePath))
         } catch {
-            throw Failure("\(container.backing): \(error)")
+            throw Failure("\(error)")
         }
         print("Created container \(container.backing) for \(appName)")
     }

@@ -17,6 +17,15 @@ enum MountChecks {
         guard s.st_mode & S_IFMT == S_IFDIR else { throw Failure("\(role) \(path): not a folder") }
     }
 
+    /// A file the driver will append to: it can be opened (or created).
+    /// Creating it is the only change a failed mount may leave, and only
+    /// where the user asked for that file.
+    static func writableFile(_ path: String, role: String) throws {
+        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw Failure("\(role) \(path): \(String(cString: strerror(errno)))") }
+        close(fd)
+    }
+
     static func mountpointUsable(_ path: String) throws {
         // statfs reaches the driver where stat may be answered from the
         // kernel's cache: a dead driver shows as ENOTCONN only there.
@@ -36,7 +45,9 @@ enum MountChecks {
     /// A mount whose driver is gone answers ENOTCONN.
     static func isStale(_ path: String) -> Bool {
         var s = statvfs()
-        return statvfs(path, &s) != 0 && errno == ENOTCONN
+        // ENOTCONN once the driver is gone; ECONNABORTED when the connection
+        // was aborted (/sys/fs/fuse/connections/N/abort).
+        return statvfs(path, &s) != 0 && (errno == ENOTCONN || errno == ECONNABORTED)
     }
 
     static func fuseDeviceUsable() throws {

@@ -86,6 +86,8 @@ struct MountCommand: ParsableCommand {
             }
             if !create { try MountChecks.folder(backingPath, role: "backing directory") }
             if let bundlePath { try MountChecks.folder(bundlePath, role: "bundle") }
+            if let log { try MountChecks.writableFile(absolutePath(log), role: "log file") }
+            if let denialLog { try MountChecks.writableFile(absolutePath(denialLog), role: "denial log") }
             try MountChecks.mountpointUsable(mountPath)
             try MountChecks.fuseDeviceUsable()
             if create {
@@ -131,11 +133,11 @@ struct MountCommand: ParsableCommand {
         // T2: a driver that was killed left tmp as it was (T4: unless kept).
         if !keepTmp {
             for failure in container.clearTmp() {
-                FileHandleless.warn("tmp: cannot remove \(failure)")
+                Daemon.warn("tmp: cannot remove \(failure)", readyFD: readyFD)
             }
         }
         if !container.supportsUserXattrs() {
-            FileHandleless.warn("\(backingPath): this file system does not store user extended attributes: every xattr call through the mount (the backup flags included) will answer ENOTSUP")
+            Daemon.warn("\(backingPath): this file system does not store user extended attributes: every xattr call through the mount (the backup flags included) will answer ENOTSUP", readyFD: readyFD)
         }
         // A bundle from elsewhere needs a name in the root to be listed under.
         if bundlePath != nil { _ = mkdir(backingPath + "/" + layout.bundleName, 0o755) }

@@ -16,7 +16,7 @@ struct PurgeCommand: ParsableCommand {
             Examples:
               appsandboxfs purge ~/containers/MyApp
               appsandboxfs purge ~/containers/MyApp --caches --dry-run
-              appsandboxfs purge ~/containers/MyApp --dry-run --json | jq '.targets[].removed'
+              appsandboxfs purge ~/MyApp --dry-run --json | jq '.targets[].removed'
             """)
 
     @Argument(help: "The container (its backing directory).")

@@ -9,14 +9,11 @@ struct StatusCommand: ParsableCommand {
         discussion: """
             The mounts come from the kernel's mount table (type fuse.appsandboxfs, in this
             mount namespace), the pids and options from the record each driver keeps
-            while it runs, in /run/appsandboxfs as root (see docs/cli.md).
-            STATE is one of:
-              mounted   the driver runs and serves the mount
-              stale     the mount is listed but its driver died (run appsandboxfs unmount)
-              unlisted  the driver runs but this mount table does not list its mount
-                        (it is unmounting, or it mounted in another mount namespace)
-              gone      a record left by a driver that was killed (the next mount removes it)
-            With MOUNTPOINT arguments only those are shown.
+            while it runs (in /run/appsandboxfs as root; see docs/cli.md). STATE is
+            mounted (the driver serves the mount), stale (the driver died: unmount it),
+            unlisted (the driver runs, but this mount table does not list its mount) or
+            gone (the record of a killed driver; the next mount removes it). With
+            MOUNTPOINT arguments, only those are shown.
             Exit status: 0; 2 when a mount shown is stale; 1 when a MOUNTPOINT given is
             not a mounted container.
             Examples:

@@ -133,9 +133,10 @@ enum StatusFile {
         }
     }
 
-    /// The process is still the one that wrote the record.
+    /// The process is still the one that wrote the record, and has not
+    /// ended (a zombie that nobody reaped has ended).
     static func isAlive(_ record: MountRecord) -> Bool {
-        guard let start = processStartTime(record.pid) else { return false }
+        guard let (state, start) = processState(record.pid), state != "Z", state != "X" else { return false }
         return record.processStart == 0 || start == record.processStart
     }
 
@@ -155,13 +156,16 @@ enum StatusFile {
 
     /// Field 22 of /proc/<pid>/stat. The command name (field 2) is in
     /// parentheses and may hold spaces: count from the last ")".
-    static func processStartTime(_ pid: Int32) -> UInt64? {
+    static func processStartTime(_ pid: Int32) -> UInt64? { processState(pid)?.start }
+
+    /// Fields 3 (the state: R, S, D, Z ...) and 22 of /proc/<pid>/stat.
+    static func processState(_ pid: Int32) -> (state: Substring, start: UInt64)? {
         guard let text = try? String(contentsOfFileWithoutFoundation: "/proc/\(pid)/stat"),
               let close = text.lastIndex(of: ")") else { return nil }
         let fields = text[text.index(after: close)...].split(separator: " ")
         // fields[0] is field 3 (state); field 22 is fields[19].
-        guard fields.count > 19 else { return nil }
-        return UInt64(fields[19])
+        guard fields.count > 19, let start = UInt64(fields[19]) else { return nil }
+        return (fields[0], start)
     }
 }
 

@@ -5,33 +5,61 @@ struct UnmountCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "unmount",
         abstract: "Unmount a container (also a stale one whose driver died).",
-        discussion: "Example:\n  appsandboxfs unmount /mnt/MyApp")
+        discussion: """
+            Returns once the mount is gone; the driver then empties tmp (unless mounted
+            with --keep-tmp) and exits. A busy mount (a file or working folder still open
+            in it) is detached lazily: it goes away when the last one closes. A stale
+            mount (the driver died) is cleaned up. `umount MOUNTPOINT` (as root) and
+            `fusermount3 -u MOUNTPOINT` unmount too.
+            Exit status: 0; 1 when MOUNTPOINT cannot be unmounted (it is not a mount).
+            Examples:
+              appsandboxfs unmount /mnt/MyApp
+              appsandboxfs status /mnt/MyApp || appsandboxfs unmount /mnt/MyApp
+            """)
 
     @Argument(help: "The mountpoint.")
     var mountpoint: String
 
     func run() throws {
         let path = absolutePath(mountpoint)
-        let status = runTool("/usr/bin/fusermount3", ["-u", path])
+        // A stale mount (the driver died) or a busy one (a file still open in
+        // it) can only be detached lazily; say why only if that fails too.
+        if !MountChecks.isStale(path) {
+            let (status, message) = runTool("/usr/bin/fusermount3", ["-u", path], capturingErrors: true)
+            if status == 0 { return }
+            guard MountTable.isMounted(path) else {
+                throw Failure("\(path): not mounted\(message.isEmpty ? "" : " (" + message + ")")")
+            }
+        }
+        let (status, message) = runTool("/usr/bin/fusermount3", ["-u", "-z", path], capturingErrors: true)
         if status == 0 { return }
-        // A stale mount ("Transport endpoint is not connected") needs a lazy unmount.
-        if runTool("/usr/bin/fusermount3", ["-u", "-z", path]) == 0 { return }
-        throw Failure("\(path): cannot unmount (fusermount3 exited with \(status))")
+        throw Failure("\(path): cannot unmount: \(message.isEmpty ? "fusermount3 exited with \(status)" : message)")
     }
 }
 
 /// Runs a program and returns its exit status.
 func runTool(_ path: String, _ arguments: [String]) -> Int32 {
+    runTool(path, arguments, capturingErrors: false).status
+}
+
+/// Runs a program; with `capturingErrors`, what it writes to standard error
+/// is returned (as one line) instead of shown.
+func runTool(_ path: String, _ arguments: [String], capturingErrors: Bool) -> (status: Int32, errors: String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: path)
     process.arguments = arguments
+    let pipe = Pipe()
+    if capturingErrors { process.standardError = pipe }
     do {
         try process.run()
     } catch {
-        return 127
+        return (127, "\(path): cannot run")
     }
+    let data = capturingErrors ? pipe.fileHandleForReading.readDataToEndOfFile() : Data()
     process.waitUntilExit()
-    return process.terminationStatus
+    let text = String(decoding: data, as: UTF8.self)
+        .split(separator: "\n").map(String.init).joined(separator: "; ")
+    return (process.terminationStatus, text)
 }
 
 func absolutePath(_ path: String) -> String {
