@@ -8,6 +8,8 @@ let package = Package(
         .executable(name: "appsandboxfs", targets: ["appsandboxfs"]),
         .library(name: "SandboxPolicy", targets: ["SandboxPolicy"]),
         .library(name: "FuseKit", targets: ["FuseKit"]),
+        // For tests of code that uses a container: mount one, always unmount.
+        .library(name: "AppSandboxTesting", targets: ["AppSandboxTesting"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -49,6 +51,8 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
+        // The test fixture: a container mounted by the real driver.
+        .target(name: "AppSandboxTesting"),
         // A small program that runs scripted system calls, so tests can make
         // them as another user (setpriv) and compare two directories.
         .executableTarget(name: "fsprobe", path: "Tests/fsprobe"),
@@ -57,6 +61,8 @@ let package = Package(
         .testTarget(name: "IntegrationTests", dependencies: [
             "appsandboxfs", "fsprobe",
         ]),
+        // How to use AppSandboxTesting: an example in Swift Testing, one in XCTest.
+        .testTarget(name: "AppSandboxTestingExamples", dependencies: ["AppSandboxTesting", "appsandboxfs"]),
     ],
     swiftLanguageModes: [.v6]
 )

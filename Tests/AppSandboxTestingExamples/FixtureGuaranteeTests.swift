@@ -91,8 +91,11 @@ struct FixtureGuaranteeTests {
     func driverDied() throws {
         let container = try MountedContainer.mount()
         kill(container.driverPID, SIGKILL)
+        // Dead (a zombie the fixture has not reaped yet) before the teardown looks.
+        let deadline = monotonicSeconds() + 15
+        while !CrashSafetyTests.ended(container.driverPID) && monotonicSeconds() < deadline { usleep(5_000) }
         let error = #expect(throws: FixtureError.self) { try container.unmount() }
-        #expect(error?.description.contains("ended during the test") == true)
+        #expect(error?.description.contains("ended during the test") == true, "\(String(describing: error))")
         expectGone(container.mountpoint, root: container.root, pid: container.driverPID)
     }
 

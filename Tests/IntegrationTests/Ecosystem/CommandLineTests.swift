@@ -1,0 +1,240 @@
+// The command line as users expect it: --help with examples for every
+// verb, shell completions that a real bash loads and answers with, the man
+// page generated from the parser, one JSON style for every verb that
+// reports, and the documented exit codes. The verbs and their options come
+// from the parser itself, so a new verb or option is checked too.
+
+import Foundation
+import Glibc
+import Testing
+
+@Suite("Ecosystem: help, completions, man page, JSON, exit codes")
+struct EcosystemCommandLineTests {
+    @Test("Every verb's --help has an Examples: section whose lines run that verb")
+    func helpHasExamples() throws {
+        let model = try CommandLineModel.load()
+        #expect(model.verbs.map(\.name).sorted() == ["backup", "backup-report", "deliver", "env", "init", "mount", "purge",
+                                                     "restore", "run", "status", "unmount"])
+        for verb in model.verbs {
+            let help = runProcess([Binaries.appsandboxfs, verb.name, "--help"])
+            #expect(help.status == 0)
+            let examples = help.stdout.components(separatedBy: "Examples:\n").dropFirst().first ?? ""
+            let lines = examples.split(separator: "\n", omittingEmptySubsequences: false).prefix { !$0.isEmpty }
+            #expect(!lines.isEmpty, "\(verb.name) --help shows no examples")
+            for line in lines {
+                #expect(line.hasPrefix("  "), "\(verb.name) --help: an example too long for 80 columns wraps: \(line)")
+                #expect((line + " ").contains("appsandboxfs \(verb.name) "),
+                        "an example of \(verb.name) that does not run it: \(line)")
+            }
+        }
+        let top = runProcess([Binaries.appsandboxfs, "--help"])
+        let topExamples = (top.stdout.components(separatedBy: "Examples:\n").dropFirst().first ?? "")
+            .split(separator: "\n", omittingEmptySubsequences: false).prefix { !$0.isEmpty }
+        #expect(topExamples.count >= 5 && topExamples.allSatisfy { $0.hasPrefix("  ") }, "\(topExamples)")
+        #expect(top.stdout.contains("Examples:\n  appsandboxfs init "))
+        #expect(top.stdout.contains("mount -t fuse.appsandboxfs"))
+    }
+
+    @Test("The bash completion script loads in a real bash and completes verbs and options")
+    func bashCompletion() throws {
+        let script = runProcess([Binaries.appsandboxfs, "--generate-completion-script", "bash"])
+        #expect(script.status == 0)
+        let file = try TemporaryFile()
+        try file.write(script.stdout)
+
+        // Loads: `complete -p` shows the function bound to the command.
+        let loaded = runProcess(["bash", "-c", #"source "$0" && complete -p appsandboxfs"#, file.path])
+        #expect(loaded.status == 0, "\(loaded.stderr)")
+        #expect(loaded.stdout.hasPrefix("complete ") && loaded.stdout.hasSuffix(" appsandboxfs\n"), "\(loaded.stdout)")
+        let function = try #require(loaded.stdout.components(separatedBy: " -F ").last?.split(separator: " ").first.map(String.init))
+
+        /// What bash offers for the words typed so far ("" as the last word:
+        /// the cursor after a space).
+        func complete(_ words: [String]) -> [String] {
+            let program = """
+                source "$1"
+                shift
+                COMP_WORDS=("$@")
+                COMP_CWORD=$(( $# - 1 ))
+                COMP_LINE="$*"
+                COMP_POINT=${#COMP_LINE}
+                COMPREPLY=()
+                \(function) appsandboxfs "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
+                printf '%s\\n' "${COMPREPLY[@]}"
+                """
+            let result = runProcess(["bash", "-c", program, "bash", file.path] + words,
+                                    cwd: "/", timeout: 60)
+            return result.stdout.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        }
+
+        #expect(complete(["appsandboxfs", "mo"]) == ["mount"])
+        #expect(complete(["appsandboxfs", "st"]) == ["status"])
+        #expect(Set(complete(["appsandboxfs", ""])).isSuperset(of: ["init", "mount", "unmount", "env", "run", "status", "backup-report"]))
+        #expect(Set(complete(["appsandboxfs", "mount", "--ke"])) == ["--keep-tmp", "--keep-cache"])
+        #expect(complete(["appsandboxfs", "status", "--js"]) == ["--json"])
+
+        // setup.sh installed the same script where bash-completion finds it.
+        let installed = "/usr/local/share/bash-completion/completions/appsandboxfs"
+        if access(installed, F_OK) == 0 {
+            #expect(readFileText(installed) == script.stdout, "\(installed) is out of date: run mount-scripts/setup.sh")
+        }
+        for shell in ["zsh", "fish"] {
+            let other = runProcess([Binaries.appsandboxfs, "--generate-completion-script", shell])
+            #expect(other.status == 0 && other.stdout.contains("appsandboxfs"), "\(shell)")
+        }
+    }
+
+    @Test("The man page (docs/appsandboxfs.1, generated from the parser) renders and lists every verb and option")
+    func manPage() throws {
+        let page = repositoryRoot + "/docs/appsandboxfs.1"
+        try #require(access(page, R_OK) == 0, "docs/appsandboxfs.1 is missing: run bash mount-scripts/generate-manual.sh")
+        let rendered = runProcess(["man", "--warnings", "-E", "UTF-8", "-l", page], timeout: 60)
+        #expect(rendered.status == 0, "\(rendered.stderr)")
+        #expect(rendered.stderr.isEmpty, "man warns: \(rendered.stderr)")
+        // The page as text: man's bold and underlining removed, hyphenation undone.
+        let text = rendered.stdout.replacingOccurrences(of: ".\u{8}", with: "", options: .regularExpression)
+            .replacingOccurrences(of: "\u{2010}\n\\s*", with: "", options: .regularExpression)
+            .replacingOccurrences(of: "\u{2010}", with: "-")
+            .replacingOccurrences(of: "\u{2212}", with: "-")
+        #expect(text.contains("APPSANDBOXFS(1)"))
+        let stale = "docs/appsandboxfs.1 is out of date: run bash mount-scripts/generate-manual.sh"
+        for verb in try CommandLineModel.load().verbs {
+            #expect(text.contains("\n     \(verb.name)"), "no section for \(verb.name): \(stale)")
+            for option in verb.options {
+                #expect(text.contains(option), "\(verb.name) \(option) is not in the man page: \(stale)")
+            }
+        }
+        let installed = "/usr/local/share/man/man1/appsandboxfs.1"
+        if access(installed, F_OK) == 0 {
+            #expect(readFileBytes(installed) == readFileBytes(page), "\(installed) is out of date: run mount-scripts/setup.sh")
+        }
+    }
+
+    @Test("Every verb with --json prints one object: a schema named after the verb, camelCase keys, sorted, slashes unescaped")
+    func jsonStyle() throws {
+        try withEcoMount { m in
+            try writeFile(m.root + "/letter.txt", "Dear app")
+            try writeFile(m.backing + "/Library/Caches/c.bin", "cache")
+            // How to make each reporting verb report, on an unmounted and a
+            // mounted container. A verb that gains --json must be added here.
+            let unmounted: [String: [String]] = [
+                "backup-report": ["backup-report", m.backing, "--json"],
+                "purge": ["purge", m.backing, "--dry-run", "--json"],
+                "deliver": ["deliver", m.root + "/letter.txt", "--to", m.backing, "--json"],
+            ]
+            let mounted: [String: [String]] = [
+                "status": ["status", "--json"],
+                "env": ["env", m.mountpoint, "--json"],
+            ]
+            let withJSON = try CommandLineModel.load().verbs.filter { $0.options.contains("--json") }.map(\.name)
+            #expect(Set(withJSON) == Set(unmounted.keys).union(mounted.keys))
+
+            var outputs: [String: String] = [:]
+            for (verb, arguments) in unmounted { outputs[verb] = m.appsandboxfs(arguments).stdout }
+            try m.mountInBackground()
+            for (verb, arguments) in mounted { outputs[verb] = m.appsandboxfs(arguments).stdout }
+            #expect(m.appsandboxfs(["unmount", m.mountpoint]).status == 0)
+
+            for (verb, text) in outputs {
+                let object = try #require(jsonObject(text), "\(verb) --json: \(text)")
+                #expect(object["schema"] as? String == "appsandboxfs.\(verb)/1")
+                var keys: [String] = []
+                collectKeys(object, into: &keys)
+                for key in keys {
+                    #expect(key.first?.isLowercase == true && !key.contains("_") && !key.contains("-"),
+                            "\(verb) --json: key \(key) is not camelCase")
+                }
+                let reencoded = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+                // Same keys in the same order (sorted): compare the key sequence.
+                #expect(keySequence(text) == keySequence(String(decoding: reencoded, as: UTF8.self)), "\(verb) --json: keys not sorted")
+                #expect(!text.contains("\\/"), "\(verb) --json escapes slashes")
+                #expect(text.hasSuffix("}\n"))
+            }
+        }
+    }
+
+    @Test("Exit codes: 0, 1 with one Error: line, 64 for a bad command line, 2 for backup-report --strict findings")
+    func exitCodes() throws {
+        try withEcoMount { m in
+            #expect(m.appsandboxfs(["--help"]).status == 0)
+            let usage = m.appsandboxfs(["mount", m.backing])
+            #expect(usage.status == 64)
+            #expect(usage.stderr.hasPrefix("Error: Missing expected argument '<mountpoint>'"))
+            #expect(m.appsandboxfs(["no-such-verb"]).status == 64)
+
+            let failure = m.appsandboxfs(["mount", m.root + "/missing", m.mountpoint, "--app-name", "TestApp"])
+            #expect(failure.status == 1)
+            #expect(failure.stderr == "Error: backing directory \(m.root)/missing: No such file or directory\n")
+
+            try writeFile(m.backing + "/tmp/left-behind", "x")
+            #expect(m.appsandboxfs(["backup-report", m.backing]).status == 0)
+            #expect(m.appsandboxfs(["backup-report", m.backing, "--strict"]).status == 2)
+        }
+    }
+
+    @Test("docs/cli.md documents every verb, its options and its exit status; the README links the docs")
+    func documentation() throws {
+        let cli = repositoryFile("docs/cli.md")
+        try #require(!cli.isEmpty, "docs/cli.md is missing")
+        let sections = cli.components(separatedBy: "\n## ")
+        for verb in try CommandLineModel.load().verbs {
+            let section = sections.first { $0.hasPrefix("`\(verb.name)`") || $0.hasPrefix(verb.name + "\n") || $0.hasPrefix("appsandboxfs \(verb.name)") }
+            let text = try #require(section, "docs/cli.md has no section for \(verb.name)")
+            #expect(text.contains("Exit status"), "docs/cli.md: \(verb.name) has no exit status")
+            for option in verb.options {
+                #expect(text.contains(option), "docs/cli.md: \(verb.name) does not mention \(option)")
+            }
+        }
+        // Every `appsandboxfs VERB --option` the docs show exists.
+        let verbs = Dictionary(uniqueKeysWithValues: try CommandLineModel.load().verbs.map { ($0.name, Set($0.options)) })
+        let verbPattern = try NSRegularExpression(pattern: #"appsandboxfs ([a-z-]+)((?: +[^ \n|;&`)]+)*)"#)
+        for document in ["README.md", "docs/quickstart.md", "docs/cli.md", "docs/ci.md"] {
+            let text = repositoryFile(document)
+            for match in verbPattern.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
+                let verb = String(text[Range(match.range(at: 1), in: text)!])
+                guard let options = verbs[verb] else { continue }  // prose: "appsandboxfs under test"
+                let rest = String(text[Range(match.range(at: 2), in: text)!])
+                for word in rest.split(separator: " ") where word.hasPrefix("--") && word.count > 2 && !word.contains("<Tab>") {
+                    let option = String(word.prefix { !"=,]`".contains($0) })
+                    #expect(options.contains(option) || option == "--help", "\(document): appsandboxfs \(verb) has no \(option)")
+                }
+            }
+        }
+        let readme = repositoryFile("README.md")
+        for doc in ["docs/quickstart.md", "docs/cli.md", "docs/ci.md", "docs/rules.md", "docs/design.md"] {
+            #expect(readme.contains("(\(doc))"), "README.md does not link \(doc)")
+        }
+        // Every relative link in the docs and the README leads to a file.
+        for document in ["README.md", "docs/quickstart.md", "docs/cli.md", "docs/ci.md"] {
+            let folder = document.contains("/") ? parentDirectory(repositoryRoot + "/" + document) : repositoryRoot
+            let text = repositoryFile(document)
+            let pattern = try NSRegularExpression(pattern: #"\]\(([^)#:]+)(#[^)]*)?\)"#)
+            for match in pattern.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
+                let target = String(text[Range(match.range(at: 1), in: text)!])
+                #expect(access(folder + "/" + target, F_OK) == 0, "\(document) links \(target), which is missing")
+            }
+        }
+    }
+}
+
+/// Every key of every object, except the names inside `environment` (env
+/// --json: variable names are data, not keys of the format).
+private func collectKeys(_ value: Any, into keys: inout [String]) {
+    if let object = value as? [String: Any] {
+        for (key, inner) in object {
+            keys.append(key)
+            if key != "environment" { collectKeys(inner, into: &keys) }
+        }
+    } else if let array = value as? [Any] {
+        for inner in array { collectKeys(inner, into: &keys) }
+    }
+}
+
+/// The keys of a pretty-printed JSON text in the order they appear.
+private func keySequence(_ text: String) -> [String] {
+    text.split(separator: "\n").compactMap { line in
+        let trimmed = line.trimmingCharacters(in: .whitespaces)
+        guard trimmed.hasPrefix("\""), let end = trimmed.range(of: "\" : ") else { return nil }
+        return String(trimmed[trimmed.index(after: trimmed.startIndex)..<end.lowerBound])
+    }
+}

@@ -1,0 +1,105 @@
+// `appsandboxfs status`: the mounted containers with their backing
+// folders, driver pids and options, as a table or JSON; stale mounts and
+// records of killed drivers told apart.
+
+import Foundation
+import Glibc
+import Testing
+
+@Suite("Ecosystem: status")
+struct EcosystemStatusTests {
+    @Test("A background mount shows with its real driver pid, backing folder and options (JSON and table)")
+    func liveMount() throws {
+        try withEcoMount { m in
+            let pid = try m.mountInBackground(["--keep-tmp", "--cache-timeout", "0.5", "-o", "noatime",
+                                               "--denial-log", m.denialLog])
+            // The pid is the driver's: its command line is this mount.
+            let commandLine = readFileText("/proc/\(pid)/cmdline").split(separator: "\0").map(String.init)
+            #expect(commandLine.contains("mount") && commandLine.contains(m.mountpoint), "\(commandLine)")
+
+            // (Without MOUNTPOINT, status lists other tests' mounts too, stale
+            // ones included: exit 2 is theirs.)
+            let json = m.appsandboxfs(["status", "--json"])
+            #expect(json.status == 0 || json.status == 2)
+            let object = try #require(jsonObject(json.stdout))
+            #expect(object["schema"] as? String == "appsandboxfs.status/1")
+            let entry = try #require(m.statusEntry())
+            #expect(entry["backing"] as? String == m.backing)
+            #expect(entry["appName"] as? String == "TestApp")
+            #expect(entry["state"] as? String == "mounted")
+            #expect((entry["mountOptions"] as? String)?.contains("noatime") == true)
+            #expect((entry["started"] as? String)?.hasSuffix("Z") == true)
+            let options = try #require(entry["options"] as? [String: Any])
+            #expect(options["keepTmp"] as? Bool == true)
+            #expect(options["cacheTimeout"] as? Double == 0.5)
+            #expect(options["mountOptions"] as? [String] == ["noatime"])
+            #expect(options["denialLog"] as? String == m.denialLog)
+            #expect(options.keys.sorted() == ["bundle", "cacheTimeout", "debug", "denialLog", "keepCache", "keepTmp",
+                                              "log", "mountOptions", "threads", "writeback"])
+
+            let table = m.appsandboxfs(["status", m.mountpoint])
+            #expect(table.status == 0)
+            let lines = table.stdout.split(separator: "\n").map(String.init)
+            #expect(lines.count == 2)
+            #expect(lines.first?.hasPrefix("MOUNTPOINT") == true)
+            let row = lines.last?.split(separator: " ", omittingEmptySubsequences: true).map(String.init) ?? []
+            #expect(Array(row.prefix(5)) == [m.mountpoint, m.backing, "TestApp", "\(pid)", "mounted"])
+            #expect(row.last?.contains("cache_timeout=0.5") == true && row.last?.contains("keep_tmp") == true
+                    && row.last?.hasSuffix("noatime") == true, "\(row)")
+
+            #expect(m.appsandboxfs(["unmount", m.mountpoint]).status == 0)
+            #expect(processGone(pid, within: 15))
+            let after = m.appsandboxfs(["status", m.mountpoint])
+            #expect(after.status == 1)
+            #expect(after.stderr == "appsandboxfs: \(m.mountpoint): not a mounted container\n")
+            #expect(m.statusEntry() == nil, "the driver removed its record at exit")
+        }
+    }
+
+    @Test("A killed driver: its mount is stale (exit 2), then after unmount its record is gone, and the next mount removes it")
+    func staleAndGone() throws {
+        try withEcoMount(isolatedState: true) { m in
+            let state = try #require(m.stateDirectory)
+            let pid = try m.mountInBackground()
+            #expect(access(state + "/\(pid).json", F_OK) == 0, "the record is in APPSANDBOXFS_STATE_DIR")
+            kill(pid, SIGKILL)
+            #expect(processGone(pid, within: 15))
+
+            let stale = m.appsandboxfs(["status", m.mountpoint, "--json"])
+            #expect(stale.status == 2)
+            #expect(m.statusEntry()?["state"] as? String == "stale")
+            #expect(m.statusEntry()?["pid"] as? Int == Int(pid))
+
+            #expect(m.appsandboxfs(["unmount", m.mountpoint]).status == 0)
+            #expect(!m.isMounted)
+            #expect(m.statusEntry()?["state"] as? String == "gone")
+            #expect(m.appsandboxfs(["status", m.mountpoint]).status == 1)
+            let table = m.appsandboxfs(["status"])
+            #expect(table.stdout.contains(" gone "))
+
+            let next = try m.mountInBackground()
+            #expect(access(state + "/\(pid).json", F_OK) != 0, "the next driver removed the dead record")
+            #expect(access(state + "/\(next).json", F_OK) == 0)
+            #expect(m.appsandboxfs(["unmount", m.mountpoint]).status == 0)
+            #expect(processGone(next, within: 15))
+            let empty = m.appsandboxfs(["status"])
+            #expect(empty.stdout == "No containers are mounted.\n" || !empty.stdout.contains(m.mountpoint))
+        }
+    }
+
+    @Test("A mount with no record (a driver that could not write one) still shows, without a pid")
+    func mountWithoutRecord() throws {
+        try withEcoMount(isolatedState: true) { m in
+            let state = try #require(m.stateDirectory)
+            let pid = try m.mountInBackground()
+            m.track(pid)
+            #expect(unlink(state + "/\(pid).json") == 0)
+            let entry = try #require(m.statusEntry())
+            #expect(entry["state"] as? String == "mounted")
+            #expect(entry["pid"] is NSNull)
+            #expect(entry["options"] is NSNull)
+            #expect(entry["backing"] as? String == m.backing)
+            #expect(m.appsandboxfs(["unmount", m.mountpoint]).status == 0)
+        }
+    }
+}

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Memory safety: builds the driver with AddressSanitizer (and LeakSanitizer)
+# and with ThreadSanitizer, runs the integration tests against each build
+# (the tests find the driver through APPSANDBOXFS_BIN), and fails if a
+# sanitizer reported anything. Needs root and /dev/fuse, like test.sh.
+#
+#   bash mount-scripts/sanitizers.sh              # address, then thread
+#   bash mount-scripts/sanitizers.sh thread       # one of them
+#   SANITIZER_FILTER=Reliability bash mount-scripts/sanitizers.sh address
+#
+# Every sanitized process (the driver and the other verbs the tests run)
+# writes its reports to a folder of its own (log_path), so nothing reaches
+# the standard error the tests read; the folder must be empty at the end.
+# The long runs of the suite are shortened here (a sanitized driver is 2 to
+# 15 times slower): the *_OPS variables below; export your own to change them.
+#
+# The tests themselves are built normally (swift build --build-tests), in
+# $SCRATCH (default .build, the same as test.sh, so a CI run reuses it); the
+# sanitized drivers in .build-asan and .build-tsan.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+kinds=("$@")
+[ ${#kinds[@]} -gt 0 ] || kinds=(address thread)
+scratch=${SCRATCH:-.build}
+filter=${SANITIZER_FILTER:-IntegrationTests}
+
+echo "sanitizers: building the tests ($scratch)"
+swift build --scratch-path "$scratch" --build-tests 2>&1 | tail -n 1
+
+# Shorter long runs (see docs/reliability.md for what each one does).
+export FSX_OPS=${FSX_OPS:-4000}
+export FSX_LONG_OPS=${FSX_LONG_OPS:-5000}
+export DIFF_EVERY_OPS=${DIFF_EVERY_OPS:-600}
+export STRESS_OPS=${STRESS_OPS:-300}
+export CONCURRENCY_OPS=${CONCURRENCY_OPS:-500}
+# The stress test's memory bounds do not hold for a sanitized driver (ASan
+# keeps freed memory in quarantine); its descriptor checks still run.
+export RELIABILITY_SANITIZED=1
+
+failed=0
+for kind in "${kinds[@]}"; do
+    case $kind in
+        address) build=.build-asan ;;
+        thread) build=.build-tsan ;;
+        *) echo "sanitizers: unknown sanitizer $kind (address or thread)" >&2; exit 64 ;;
+    esac
+    echo "sanitizers: building the driver with --sanitize $kind ($build)"
+    swift build --scratch-path "$build" --sanitize "$kind" --product appsandboxfs 2>&1 | tail -n 1
+    driver="$(swift build --scratch-path "$build" --show-bin-path)/appsandboxfs"
+
+    logs=$(mktemp -d /tmp/asfs-sanitizer-XXXXXX)
+    chmod 1777 "$logs"    # some tests run the driver as uid 65534
+    echo "sanitizers: integration tests against $driver (reports: $logs)"
+    status=0
+    APPSANDBOXFS_BIN="$driver" \
+    ASAN_OPTIONS="log_path=$logs/asan:detect_leaks=1:abort_on_error=0:allocator_may_return_null=1" \
+    TSAN_OPTIONS="log_path=$logs/tsan:halt_on_error=0:second_deadlock_stack=1" \
+        swift test --scratch-path "$scratch" --skip-build --filter "$filter" > "$logs/swift-test.log" 2>&1 || status=$?
+    tail -n 3 "$logs/swift-test.log"
+    if [ $status -ne 0 ]; then
+        echo "sanitizers ($kind): the integration tests failed (exit $status); their output: $logs/swift-test.log" >&2
+        grep -E '✘' "$logs/swift-test.log" | head -n 20 >&2 || true
+        failed=1
+    fi
+    reports=$(find "$logs" -name 'asan.*' -o -name 'tsan.*' | sort)
+    if [ -n "$reports" ]; then
+        echo "sanitizers ($kind): $(echo "$reports" | wc -l) processes reported:" >&2
+        for report in $reports; do
+            echo "--- $report" >&2
+            grep -E 'ERROR: AddressSanitizer|ERROR: LeakSanitizer|WARNING: ThreadSanitizer|SUMMARY' "$report" | head -n 5 >&2
+        done
+        failed=1
+    else
+        echo "sanitizers ($kind): no reports"
+        [ $status -ne 0 ] || rm -rf "$logs"
+    fi
+done
+exit $failed
