@@ -4,10 +4,17 @@ file systems, in rounds, and a table of medians with the ratio to native.
 
 How it works, in one place:
 
+- All of it happens on one ext4 file system, by default a fresh one made
+  for the run (an image on a loop device, journalled as ext4 is by
+  default): the results do not depend on what the machine's own file
+  system went through before. (This machine's root ext4 has no journal;
+  there ext4 skips inodes freed in the last minutes when it allocates, and
+  creating 10,000 files takes 0.25 s or 5 s depending on what was deleted
+  just before.) `--on DIR` runs in a folder of an existing file system.
 - A *system* is a way to get a working folder: native (a plain folder),
   passthrough_ll (libfuse's example), bindfs, appsandboxfs (the container's
   Documents). Each round mounts every system over a FRESH backing folder on
-  the same ext4 file system as native, runs every workload in it, reads the
+  that file system, runs every workload in it, reads the
   driver's peak RSS and CPU seconds, and unmounts. The systems take turns in
   a rotating order (round r starts with system r), so that no system is
   always the one that runs first or last.
@@ -23,6 +30,7 @@ Run it through bench/run.sh, which installs the tools and builds the drivers.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -38,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 BENCH_ROOT = Path("/var/tmp/asfs-bench")
+IMAGE_GIB = 16   # sparse; a run writes a few GiB at most
 MiB = 1 << 20
 
 
@@ -283,6 +292,30 @@ def process_alive(pid):
     return stat[stat.rindex(")") + 2] != "Z"
 
 
+def busy_percent(seconds=2.0):
+    """How busy all CPUs are (0-100) over the next `seconds`, from /proc/stat."""
+    def sample():
+        values = [int(v) for v in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+        idle = values[3] + values[4]   # idle, iowait
+        return sum(values) - idle, sum(values)
+    busy0, total0 = sample()
+    time.sleep(seconds)
+    busy1, total1 = sample()
+    return 100 * (busy1 - busy0) / max(1, total1 - total0)
+
+
+def wait_for_quiet(max_busy, log, limit=900):
+    """On a shared machine: wait (up to `limit` seconds) until other work
+    leaves the CPUs at most `max_busy` percent busy."""
+    deadline = time.monotonic() + limit
+    while (busy := busy_percent()) > max_busy:
+        if time.monotonic() > deadline:
+            log(f"CPUs still {busy:.0f}% busy after {limit} s; going on")
+            return
+        log(f"CPUs {busy:.0f}% busy (others); waiting for <= {max_busy:.0f}%")
+        time.sleep(10)
+
+
 def load_average():
     return float(Path("/proc/loadavg").read_text().split()[0])
 
@@ -386,11 +419,47 @@ SYSTEMS = {cls.name: cls for cls in (Native, PassthroughLL, Bindfs, AppSandboxFS
 
 
 # --------------------------------------------------------------------------
+# The file system everything runs on
+
+@contextlib.contextmanager
+def bench_filesystem(on, log):
+    """Yields the folder to work in: `on` if given, else the root of a fresh
+    ext4 made in an image file, on a loop device with direct I/O (so that
+    its pages are not cached twice), unmounted and deleted at the end."""
+    if on:
+        folder = Path(on)
+        folder.mkdir(parents=True, exist_ok=True)
+        yield folder
+        return
+    BENCH_ROOT.mkdir(parents=True, exist_ok=True)
+    image, folder = BENCH_ROOT / "ext4.img", BENCH_ROOT / "ext4"
+    image.unlink(missing_ok=True)
+    run("truncate", "-s", f"{IMAGE_GIB}G", image)
+    run("mkfs.ext4", "-q", "-F", image)
+    device = run("losetup", "--find", "--show", "--direct-io=on", image,
+                 capture_output=True, text=True).stdout.strip()
+    try:
+        folder.mkdir(exist_ok=True)
+        run("mount", device, folder)
+        log(f"working on a fresh ext4 ({IMAGE_GIB} GiB image on {device}) at {folder}")
+        try:
+            yield folder
+        finally:
+            run("umount", folder)
+            folder.rmdir()
+    finally:
+        run("losetup", "--detach", device)
+        image.unlink(missing_ok=True)
+
+
+# --------------------------------------------------------------------------
 # Rounds
 
-def run_round(number, order, sizes, workloads, tools, ctx, results, usage, log):
+def run_round(base, number, order, sizes, workloads, tools, ctx, results, usage, log, max_busy):
     for name in order:
-        root = BENCH_ROOT / f"r{number}-{name}"
+        if max_busy is not None:
+            wait_for_quiet(max_busy, log)
+        root = base / f"r{number}-{name}"
         shutil.rmtree(root, ignore_errors=True)
         system = SYSTEMS[name](root, tools)
         try:
@@ -468,6 +537,10 @@ def main():
     parser.add_argument("--only", help="systems to run, comma-separated (native always runs: it is the baseline)")
     parser.add_argument("--workloads", help=f"workloads to run, comma-separated, of: {','.join(WORKLOADS)}")
     parser.add_argument("--out", help="also write the markdown table (and the raw numbers as .json next to it)")
+    parser.add_argument("--on", metavar="DIR",
+                        help="work in DIR (all systems on its file system) instead of a fresh ext4 image")
+    parser.add_argument("--max-busy", type=float, metavar="PERCENT",
+                        help="on a shared machine, before each system wait until other work leaves the CPUs at most this busy")
     parser.add_argument("--appsandboxfs", required=True, help="the driver binary")
     parser.add_argument("--passthrough-ll", required=True, help="the compiled libfuse example")
     parser.add_argument("--appsandboxfs-args", default="",
@@ -496,36 +569,39 @@ def main():
     def log(text):
         print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
 
-    BENCH_ROOT.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(dir=BENCH_ROOT, prefix="scratch-"))
-    try:
-        ctx = {"scratch": scratch}
-        if "tree" in workloads:
-            ctx["tarball"] = scratch / "tree.tar"
-            tree = Path(sizes.tree)
-            run("tar", "-cf", ctx["tarball"], "-C", tree.parent, tree.name)
-        results = {s: {m.key: [] for m in METRICS} for s in systems}
-        usage = {s: [] for s in systems}
-        started = time.time()
-        loads = [load_average()]
-        for number in range(args.rounds):
-            shift = number % len(systems)
-            order = systems[shift:] + systems[:shift]
-            log(f"round {number + 1}/{args.rounds}: {', '.join(order)}")
-            run_round(number + 1, order, sizes, workloads, tools, ctx, results, usage, log)
-            loads.append(load_average())
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    # Which source the driver was built from (run.sh builds it just before).
+    source = subprocess.run(["git", "-C", Path(__file__).parent, "describe", "--always", "--dirty"],
+                            capture_output=True, text=True).stdout.strip() or "unknown source"
+    built = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(os.path.getmtime(args.appsandboxfs)))
+    with bench_filesystem(args.on, log) as base:
+        scratch = Path(tempfile.mkdtemp(dir=base, prefix="scratch-"))
+        try:
+            ctx = {"scratch": scratch}
+            if "tree" in workloads:
+                ctx["tarball"] = scratch / "tree.tar"
+                tree = Path(sizes.tree)
+                run("tar", "-cf", ctx["tarball"], "-C", tree.parent, tree.name)
+            results = {s: {m.key: [] for m in METRICS} for s in systems}
+            usage = {s: [] for s in systems}
+            started = time.time()
+            loads = [load_average()]
+            for number in range(args.rounds):
+                shift = number % len(systems)
+                order = systems[shift:] + systems[:shift]
+                log(f"round {number + 1}/{args.rounds}: {', '.join(order)}")
+                run_round(base, number + 1, order, sizes, workloads, tools, ctx, results, usage, log, args.max_busy)
+                loads.append(load_average())
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        filesystem = f"a folder of {base}" if args.on else "a fresh ext4 image (loop device, direct I/O)"
 
     minutes = (time.time() - started) / 60
-    source = subprocess.run(["git", "-C", Path(__file__).parent, "describe", "--always", "--dirty"],
-                            capture_output=True, text=True).stdout.strip() or "unknown"
     table = make_table(systems, results, usage, sizes)
     extra = f", mounted with {args.appsandboxfs_args!r}" if args.appsandboxfs_args else ""
-    note = (f"appsandboxfs built from {source}{extra}. "
+    note = (f"appsandboxfs built {built} from {source}{extra}. "
             f"Medians of {args.rounds} rounds ({'quick' if args.quick else 'full'} sizes: "
             f"{sizes.file_mib} MiB file, {sizes.files:,} files, tree {sizes.tree}, "
-            f"{sizes.sqlite_rows:,} rows); {minutes:.1f} minutes; 1-minute load average "
+            f"{sizes.sqlite_rows:,} rows) on {filesystem}; {minutes:.1f} minutes; 1-minute load average "
             f"at the start and after each round: {', '.join(f'{l:.1f}' for l in loads)}. "
             "In brackets: the ratio to native (1.00 = as fast).\n\n")
     print(note + table)

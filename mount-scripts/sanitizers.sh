@@ -11,6 +11,9 @@
 # Every sanitized process (the driver and the other verbs the tests run)
 # writes its reports to a folder of its own (log_path), so nothing reaches
 # the standard error the tests read; the folder must be empty at the end.
+# A leak found at exit is reported there but does not change the exit
+# status (LSAN_OPTIONS exitcode=0), which the tests check; leaks that are
+# not appsandboxfs's own are listed in mount-scripts/sanitizers-leaks.supp.
 # The long runs of the suite are shortened here (a sanitized driver is 2 to
 # 15 times slower): the *_OPS variables below; export your own to change them.
 #
@@ -55,6 +58,7 @@ for kind in "${kinds[@]}"; do
     status=0
     APPSANDBOXFS_BIN="$driver" \
     ASAN_OPTIONS="log_path=$logs/asan:detect_leaks=1:abort_on_error=0:allocator_may_return_null=1" \
+    LSAN_OPTIONS="exitcode=0:suppressions=$PWD/mount-scripts/sanitizers-leaks.supp:print_suppressions=0" \
     TSAN_OPTIONS="log_path=$logs/tsan:halt_on_error=0:second_deadlock_stack=1" \
         swift test --scratch-path "$scratch" --skip-build --filter "$filter" > "$logs/swift-test.log" 2>&1 || status=$?
     tail -n 3 "$logs/swift-test.log"
@@ -65,11 +69,14 @@ for kind in "${kinds[@]}"; do
     fi
     reports=$(find "$logs" -name 'asan.*' -o -name 'tsan.*' | sort)
     if [ -n "$reports" ]; then
-        echo "sanitizers ($kind): $(echo "$reports" | wc -l) processes reported:" >&2
+        echo "sanitizers ($kind): $(echo "$reports" | wc -l) processes reported (kinds, most frequent first):" >&2
+        # One line per report kind: the first line of each report, with pids and addresses taken out.
         for report in $reports; do
-            echo "--- $report" >&2
-            grep -E 'ERROR: AddressSanitizer|ERROR: LeakSanitizer|WARNING: ThreadSanitizer|SUMMARY' "$report" | head -n 5 >&2
-        done
+            grep -m 1 -E 'ERROR: AddressSanitizer|ERROR: LeakSanitizer|WARNING: ThreadSanitizer|finished with ignores enabled' "$report" \
+                | sed -E 's/==[0-9]+==//; s/\(pid=[0-9]+\)//; s/thread T[0-9]+ /thread /; s/0x[0-9a-f]+/ADDR/g'
+        done | sort | uniq -c | sort -rn >&2
+        echo "sanitizers ($kind): the first report in full: $(echo "$reports" | head -n 1)" >&2
+        head -n 40 "$(echo "$reports" | head -n 1)" >&2
         failed=1
     else
         echo "sanitizers ($kind): no reports"

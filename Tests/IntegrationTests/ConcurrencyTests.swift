@@ -11,7 +11,9 @@
 // Shared folder: files arrive only by rename of a complete file, and each
 // holds a self-checking record (magic, length, body, SHA-256), so any file a
 // process opens there must be whole; ENOENT is the only error tolerated
-// there (another process got there first). At the end every worker's folder
+// there (another process got there first). A file taken out of the shared
+// folder is never written again (the taker works on a copy): a reader that
+// opened it before the take still holds it, and would see the change. At the end every worker's folder
 // must hold exactly its model (through the mount and in the backing
 // directory), the driver must still run, and `ls -lR` of the mount must work.
 //
@@ -320,7 +322,11 @@ def op_shared_read():
         fail('shared/%s is not a whole record (%d bytes)' % (name, len(data)))
 
 def op_shared_take():
-    """Rename a shared record into the own folder: only one taker can win."""
+    """Rename a shared record into the own folder: only one taker can win.
+    Another worker may still be reading the taken file through a descriptor
+    it opened in shared, and expects a whole record there: so the taken file
+    is never changed in place. The worker keeps a copy under a new name and
+    unlinks the taken one."""
     names = shared_entries('s')
     if not names: return op_publish()
     rel = new_name('t')
@@ -329,7 +335,10 @@ def op_shared_take():
     data = read_all(own_path(rel))
     if not whole_record(data):
         fail('taken file %s is not a whole record (%d bytes)' % (rel, len(data)))
-    files[rel] = data
+    copy = new_name('c')
+    write_all(own_path(copy), data, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    os.unlink(own_path(rel))
+    files[copy] = data
 
 def op_shared_rename():
     names = shared_entries('s')
