@@ -35,11 +35,14 @@ struct DeliverCommand: ParsableCommand {
         let inbox = backing + "/Documents/Inbox"
         try MountChecks.folder(inbox, role: "Inbox of \(target)")
         var delivered: [Output.Delivery] = []
+        // Every file is checked before any is delivered: a bad one changes nothing.
+        for file in files {
+            var s = stat()
+            guard stat(absolutePath(file), &s) == 0 else { throw Failure("\(file): \(String(cString: strerror(errno)))") }
+            guard s.st_mode & S_IFMT == S_IFREG else { throw Failure("\(file): not a regular file") }
+        }
         for file in files {
             let source = absolutePath(file)
-            var s = stat()
-            guard stat(source, &s) == 0 else { throw Failure("\(file): \(String(cString: strerror(errno)))") }
-            guard s.st_mode & S_IFMT == S_IFREG else { throw Failure("\(file): not a regular file") }
             let name = try deliver(source, into: inbox)
             let path = "\(target)/Documents/Inbox/\(name)"
             if json {

@@ -22,6 +22,10 @@ struct UnmountCommand: ParsableCommand {
 
     func run() throws {
         let path = absolutePath(mountpoint)
+        // Root may unmount anything: refuse what is not a container.
+        if let entry = MountTable.entry(at: path), entry.fsType != "fuse.appsandboxfs" {
+            throw Failure("\(path): not an appsandboxfs mount (it is \(entry.fsType)); nothing unmounted")
+        }
         // A stale mount (the driver died) or a busy one (a file still open in
         // it) can only be detached lazily; say why only if that fails too.
         if !MountChecks.isStale(path) {

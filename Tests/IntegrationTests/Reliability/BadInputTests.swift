@@ -184,7 +184,6 @@ struct BadInputTests {
         BadInputCase("deliver: the container is not a container", { ["deliver", $0.file, "--to", $0.other] },
                      names: { [$0.other] }),
         BadInputCase("deliver: one good file and one missing",
-                     knownIssue: "deliver copies the good file into the Inbox before it finds the missing one",
                      { ["deliver", $0.file, $0.path("missing.txt"), "--to", $0.container] },
                      names: { [$0.path("missing.txt")] }),
         BadInputCase("deliver: no --to", status: 64, { ["deliver", $0.file] }, names: { _ in ["--to"] }),
@@ -195,7 +194,6 @@ struct BadInputTests {
         BadInputCase("unmount: a path that does not exist",
                      { ["unmount", $0.path("nowhere")] }, names: { [$0.path("nowhere")] }),
         BadInputCase("unmount: the mountpoint of another file system (tmpfs)", withTmpfs: true,
-                     knownIssue: "unmount unmounts any file system (fusermount3 -u as root does): it unmounted a tmpfs and exited 0",
                      { ["unmount", $0.tmpfs] }, names: { [$0.tmpfs] }),
 
         // MARK: backup-report
