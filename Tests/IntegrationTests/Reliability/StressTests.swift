@@ -358,7 +358,10 @@ def op_rename_dir():
     movable = sorted(d for d in dirs if d not in tops)
     if not movable: return op_mkdir()
     rel = rng.choice(movable)
-    parents = sorted(d for d in dirs if d != rel and not d.startswith(rel + '/'))
+    # Folders moved into folders nest ever deeper: keep paths at 14 levels at most.
+    below = max(d.count('/') for d in dirs if d == rel or d.startswith(rel + '/')) - rel.count('/')
+    parents = sorted(d for d in dirs if d != rel and not d.startswith(rel + '/') and d.count('/') + 1 + below <= 14)
+    if not parents: return op_mkdir()
     target = '%s/m%d-%d' % (rng.choice(parents), wid, new_serial())
     os.rename(P(rel), P(target))
     move_prefix(rel, target)
