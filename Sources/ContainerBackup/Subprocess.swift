@@ -2,7 +2,8 @@ import Glibc
 import SystemPackage
 
 /// A program run with one of its standard descriptors on a pipe to us, the
-/// others inherited (so its messages go straight to our standard error).
+/// others inherited unless given (its messages go to our standard error, or
+/// to `standardError` when the caller wants to read them).
 struct Subprocess {
     enum PipeEnd { case stdin, stdout }
 
@@ -14,7 +15,7 @@ struct Subprocess {
     /// to ours, and `descriptor3`, if given, as its descriptor 3. The child
     /// starts with SIGPIPE at its default, whatever we do with it.
     static func start(_ arguments: [String], pipe end: PipeEnd, environment: [String: String] = [:],
-                      descriptor3: Int32? = nil) throws(Errno) -> Subprocess {
+                      descriptor3: Int32? = nil, standardError: Int32? = nil) throws(Errno) -> Subprocess {
         var fds: [Int32] = [0, 0]
         _ = try retrying { Glibc.pipe(&fds) }
         let (readEnd, writeEnd) = (fds[0], fds[1])
@@ -27,6 +28,7 @@ struct Subprocess {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, childEnd, end == .stdin ? 0 : 1)
         if let descriptor3 { posix_spawn_file_actions_adddup2(&actions, descriptor3, 3) }
+        if let standardError { posix_spawn_file_actions_adddup2(&actions, standardError, 2) }
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)

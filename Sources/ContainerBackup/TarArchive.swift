@@ -63,9 +63,12 @@ public enum TarArchive {
             throw Failure("cannot write the archive: \(error)")
         }
 
+        let messages = CapturedMessages()
+        defer { messages.close() }
         let tar: Subprocess
         do {
-            tar = try Subprocess.start(arguments, pipe: .stdout, environment: environment, descriptor3: list)
+            tar = try Subprocess.start(arguments, pipe: .stdout, environment: environment, descriptor3: list,
+                                       standardError: messages.childDescriptor)
         } catch {
             throw Failure("cannot run GNU tar: \(error)")
         }
@@ -91,9 +94,10 @@ public enum TarArchive {
         let status = tar.wait()
         if let writeError { throw Failure("cannot write the archive: \(writeError)") }
         switch status {
-        case 0: return false
-        case 1: return true
-        default: throw Failure("GNU tar failed (exit status \(status)); its messages are above")
+        case 0, 1:
+            messages.forward(program: "tar")
+            return status == 1
+        default: throw Failure(tarFailed(status, messages))
         }
     }
 
@@ -171,9 +175,12 @@ public enum TarArchive {
         // tar may stop reading early (a damaged archive): a write to the
         // pipe must then fail with EPIPE rather than end this process.
         signal(SIGPIPE, SIG_IGN)
+        let messages = CapturedMessages()
+        defer { messages.close() }
         let tar: Subprocess
         do {
-            tar = try Subprocess.start(arguments, pipe: .stdin, environment: environment)
+            tar = try Subprocess.start(arguments, pipe: .stdin, environment: environment,
+                                       standardError: messages.childDescriptor)
         } catch {
             throw Failure("cannot run GNU tar: \(error)")
         }
@@ -202,6 +209,15 @@ public enum TarArchive {
         Glibc.close(tar.pipe)
         let status = tar.wait()
         if let failure { throw Failure(failure) }
-        guard status == 0 else { throw Failure("GNU tar failed (exit status \(status)); its messages are above") }
+        guard status == 0 else { throw Failure(tarFailed(status, messages)) }
+        messages.forward(program: "tar")
+    }
+
+    /// One line for a failed tar run: what tar said, or its status when it
+    /// said nothing.
+    static func tarFailed(_ status: Int32, _ messages: CapturedMessages) -> String {
+        let said = messages.lines(program: "tar")
+        guard !said.isEmpty else { return "GNU tar failed (exit status \(status))" }
+        return "GNU tar: " + said.prefix(3).joined(separator: "; ")
     }
 }

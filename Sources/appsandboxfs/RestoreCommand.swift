@@ -105,7 +105,7 @@ struct RestoreCommand: ParsableCommand {
                 progress: { progress?.update($0) })
         } catch {
             progress?.finish()
-            throw Failure("\(target): \(error)")
+            throw Failure("\(archive): cannot restore into \(target): \(error)")
         }
         progress?.finish()
         for leftover in leftovers { FileHandleless.warn("cannot remove the old data: \(leftover)") }

@@ -235,7 +235,6 @@ struct BadInputTests {
         BadInputCase("restore: the archive does not exist", { ["restore", $0.path("none.tar"), $0.path("new")] },
                      names: { [$0.path("none.tar"), "No such file"] }),
         BadInputCase("restore: the archive is not an archive",
-                     knownIssue: "restore passes GNU tar's two lines through before its own (three lines)",
                      { ["restore", $0.file, $0.path("new"), "--app-name", "TestApp"] },
                      names: { [$0.file] }),
         BadInputCase("restore: the target is a file", { ["restore", $0.archive, $0.file] },
