@@ -29,6 +29,14 @@ struct InitCommand: ParsableCommand {
 
     func run() throws {
         let container = Container(backing: absolutePath(backing), layout: ContainerLayout(appName: appName))
+        // Completing a container is fine; giving it a second app is not: a
+        // container belongs to one app, and mount could not tell which.
+        if let entries = try? FileManagerless.list(container.backing) {
+            let others = entries.filter { $0.hasSuffix(".app") && $0.count > 4 && $0 != "\(appName).app" }.sorted()
+            if let other = others.first {
+                throw Failure("\(container.backing): already the container of \(other.dropLast(4)) (\(other)); init it with --app-name \(other.dropLast(4)), or choose another folder")
+            }
+        }
         do {
             try container.create(bundleFrom: bundleFrom.map(absolutePath))
         } catch {

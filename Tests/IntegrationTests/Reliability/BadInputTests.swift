@@ -138,6 +138,9 @@ struct BadInputTests {
         BadInputCase("init: --bundle-from a file",
                      { ["init", $0.path("new"), "--app-name", "TestApp", "--bundle-from", $0.file] },
                      names: { [$0.file, "not a folder"] }),
+        BadInputCase("init: a container of another app (a second bundle would make it ambiguous)",
+                     { ["init", $0.container, "--app-name", "OtherApp"] },
+                     names: { [$0.container, "TestApp.app"] }),
         BadInputCase("init: an unknown option", status: 64, { ["init", $0.path("new"), "--app-name", "A", "--frobnicate"] },
                      names: { _ in ["--frobnicate"] }),
 
