@@ -6,11 +6,16 @@ import SystemPackage
 
 // Open files: the handle given to the kernel is the backing descriptor.
 extension SandboxFileSystem {
-    func openOptions() -> OpenOptions {
+    /// `descriptor`: the open file's, offered for passthrough. The sandbox
+    /// rules were applied to this open already, and the kernel opens the
+    /// backing file with the opener's own flags, so passthrough cannot do
+    /// more than this open allows.
+    func openOptions(descriptor: Int32) -> OpenOptions {
         // FLUSH carries nothing this driver needs (the kernel keeps the
         // locks, and without the writeback cache there is no dirty data to
         // push at close): spare the kernel the round trip.
-        OpenOptions(keepCache: configuration.keepCache, noFlush: !configuration.writebackCache)
+        OpenOptions(keepCache: configuration.keepCache, noFlush: !configuration.writebackCache,
+                    backingDescriptor: configuration.usesPassthrough ? descriptor : nil)
     }
 
     @inline(__always)
@@ -33,7 +38,7 @@ extension SandboxFileSystem {
         }
         do {
             let fd = try Backing.reopen(node.fd, flags: openFlags)
-            reply.opened(FileHandle(rawValue: UInt64(fd)), options: openOptions())
+            reply.opened(FileHandle(rawValue: UInt64(fd)), options: openOptions(descriptor: fd))
         } catch {
             reply.error(error)
         }
