@@ -123,4 +123,37 @@ struct PassthroughTests {
             #expect(contents == before)
         }
     }
+
+    @Test("When the kernel refuses the backing file (a container inside a passthrough mount: stacked too deep), opens fall back to plain requests, silently")
+    func refusalFallsBack() throws {
+        try withMountedContainer { outer in
+            let inner = outer.documents + "/nested"
+            try layOutContainer(at: inner, appName: "Nested")
+            let mountpoint = outer.root + "/nested-mnt", log = outer.root + "/nested.stderr"
+            try makeDirectory(mountpoint)
+            try writeFile(log, "")
+            let pid = try spawn([Binaries.appsandboxfs, "mount", inner, mountpoint, "--app-name", "Nested", "--foreground", "--debug"],
+                                stdin: "/dev/null", stdout: "/dev/null", stderr: log)
+            defer {
+                if isFuseMount(mountpoint) {
+                    if runProcess(["fusermount3", "-u", mountpoint], timeout: 15).status != 0 {
+                        _ = runProcess(["fusermount3", "-u", "-z", mountpoint], timeout: 15)
+                    }
+                }
+                if waitForExit(pid, timeout: 15) == nil {
+                    kill(pid, SIGKILL)
+                    _ = waitForExit(pid, timeout: 15)
+                }
+            }
+            let deadline = monotonicNow() + 30
+            while !isFuseMount(mountpoint), monotonicNow() < deadline, waitForExit(pid, timeout: 0) == nil { usleep(10_000) }
+            try #require(isFuseMount(mountpoint), "the nested mount came up: \(readFileText(log).suffix(500))")
+
+            let bytes = Self.pattern(1 << 20, seed: 5)
+            #expect(try Self.writeThenRead(mountpoint + "/Documents/f.bin", bytes) == bytes)
+            #expect(readFileBytes(outer.backingPath("Documents/nested/Documents/f.bin")) == bytes)
+            let text = readFileText(log)
+            #expect(Self.requests("WRITE", in: text) > 0)
+        }
+    }
 }
