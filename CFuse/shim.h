@@ -8,6 +8,7 @@
 #define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>
 #include <string.h>
+#include <stddef.h>
 
 /// FUSE_ARGS_INIT
 static inline struct fuse_args cfuse_args(int argc, char **argv) {
@@ -66,5 +67,174 @@ static const int cfuse_SET_ATTR_MTIME = FUSE_SET_ATTR_MTIME;
 static const int cfuse_SET_ATTR_ATIME_NOW = FUSE_SET_ATTR_ATIME_NOW;
 static const int cfuse_SET_ATTR_MTIME_NOW = FUSE_SET_ATTR_MTIME_NOW;
 static const int cfuse_SET_ATTR_CTIME = FUSE_SET_ATTR_CTIME;
+
+// FUSE passthrough (kernel 6.9+). libfuse 3.14 and this machine's
+// <linux/fuse.h> predate it, so the wire structures and ioctls it needs are
+// spelled out here, as the kernel's include/uapi/linux/fuse.h has them.
+#include <stdint.h>
+#include <sys/ioctl.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define CFUSE_INIT_EXT (1u << 30)
+#define CFUSE_WRITEBACK_CACHE (1u << 16)
+/// FUSE_PASSTHROUGH is bit 37 of the 64-bit flags: bit 5 of flags2.
+#define CFUSE_PASSTHROUGH_FLAGS2 (1u << 5)
+#define CFUSE_FOPEN_PASSTHROUGH (1u << 7)
+#define CFUSE_FOPEN_DIRECT_IO (1u << 0)
+#define CFUSE_FOPEN_NOFLUSH (1u << 5)
+#define CFUSE_OPCODE_INIT 26u
+
+struct cfuse_in_header { uint32_t len, opcode; uint64_t unique, nodeid; uint32_t uid, gid, pid; uint16_t total_extlen, padding; };
+struct cfuse_init_in { uint32_t major, minor, max_readahead, flags, flags2, unused[11]; };
+struct cfuse_out_header { uint32_t len; int32_t error; uint64_t unique; };
+struct cfuse_init_out {
+    uint32_t major, minor, max_readahead, flags;
+    uint16_t max_background, congestion_threshold;
+    uint32_t max_write, time_gran;
+    uint16_t max_pages, map_alignment;
+    uint32_t flags2, max_stack_depth;
+    uint16_t request_timeout, unused[11];
+};
+struct cfuse_attr {
+    uint64_t ino, size, blocks, atime, mtime, ctime;
+    uint32_t atimensec, mtimensec, ctimensec, mode, nlink, uid, gid, rdev, blksize, flags;
+};
+struct cfuse_entry_out {
+    uint64_t nodeid, generation, entry_valid, attr_valid;
+    uint32_t entry_valid_nsec, attr_valid_nsec;
+    struct cfuse_attr attr;
+};
+struct cfuse_open_out { uint64_t fh; uint32_t open_flags; int32_t backing_id; };
+struct cfuse_backing_map { int32_t fd; uint32_t flags; uint64_t padding; };
+
+/// FUSE_DEV_IOC_BACKING_OPEN: the backing id (> 0), or -1 with errno.
+static inline int cfuse_backing_open(int device, int fd) {
+    struct cfuse_backing_map map = { fd, 0, 0 };
+    return ioctl(device, _IOW(229, 1, struct cfuse_backing_map), &map);
+}
+
+/// FUSE_DEV_IOC_BACKING_CLOSE.
+static inline int cfuse_backing_close(int device, int32_t backing_id) {
+    uint32_t id = (uint32_t)backing_id;
+    return ioctl(device, _IOW(229, 2, uint32_t), &id);
+}
+
+/// If `buffer` holds an INIT request: 1, with its unique and whether the
+/// kernel offers passthrough.
+static inline int cfuse_parse_init(const void *buffer, ssize_t length, uint64_t *unique, int *offersPassthrough) {
+    if (length < (ssize_t)(sizeof(struct cfuse_in_header) + offsetof(struct cfuse_init_in, unused))) return 0;
+    struct cfuse_in_header header;
+    memcpy(&header, buffer, sizeof header);
+    if (header.opcode != CFUSE_OPCODE_INIT) return 0;
+    struct cfuse_init_in init;
+    memset(&init, 0, sizeof init);
+    memcpy(&init, (const char *)buffer + sizeof header, offsetof(struct cfuse_init_in, unused));
+    *unique = header.unique;
+    *offersPassthrough = (init.flags & CFUSE_INIT_EXT) && (init.flags2 & CFUSE_PASSTHROUGH_FLAGS2);
+    return 1;
+}
+
+/// The unique of a reply being sent, or 0.
+static inline uint64_t cfuse_reply_unique(const struct iovec *iov, int count) {
+    if (count < 1 || iov[0].iov_len < sizeof(struct cfuse_out_header)) return 0;
+    struct cfuse_out_header header;
+    memcpy(&header, iov[0].iov_base, sizeof header);
+    return header.unique;
+}
+
+/// Sends libfuse's INIT reply, gathered from `iov`, also granting
+/// passthrough (backing files one level deep) unless the reply is an error,
+/// too short, or asks for the writeback cache, which the kernel will not
+/// combine with passthrough. `*granted` says which.
+static inline ssize_t cfuse_send_init_reply(int fd, const struct iovec *iov, int count, int *granted) {
+    *granted = 0;
+    char buffer[sizeof(struct cfuse_out_header) + sizeof(struct cfuse_init_out)];
+    size_t total = 0;
+    for (int i = 0; i < count; i++) total += iov[i].iov_len;
+    if (total != sizeof buffer) return writev(fd, iov, count);
+    size_t at = 0;
+    for (int i = 0; i < count; i++) { memcpy(buffer + at, iov[i].iov_base, iov[i].iov_len); at += iov[i].iov_len; }
+    struct cfuse_out_header header;
+    struct cfuse_init_out init;
+    memcpy(&header, buffer, sizeof header);
+    memcpy(&init, buffer + sizeof header, sizeof init);
+    if (header.error != 0 || (init.flags & CFUSE_WRITEBACK_CACHE)) return writev(fd, iov, count);
+    init.flags |= CFUSE_INIT_EXT;
+    init.flags2 |= CFUSE_PASSTHROUGH_FLAGS2;
+    init.max_stack_depth = 1;
+    memcpy(buffer + sizeof header, &init, sizeof init);
+    ssize_t written = write(fd, buffer, sizeof buffer);
+    if (written == (ssize_t)sizeof buffer) *granted = 1;
+    return written;
+}
+
+static inline uint64_t cfuse_timeout_seconds(double t) {
+    if (t <= 0) return 0;
+    if (t >= 18446744073709551615.0) return UINT64_MAX;
+    return (uint64_t)t;
+}
+
+static inline uint32_t cfuse_timeout_nanoseconds(double t) {
+    if (t <= 0 || t >= 18446744073709551615.0) return 0;
+    double fraction = (t - (double)(uint64_t)t) * 1000000000.0;
+    return fraction >= 999999999.0 ? 999999999u : (uint32_t)fraction;
+}
+
+static inline struct cfuse_open_out cfuse_open_out_make(uint64_t fh, uint32_t open_flags, int32_t backing_id) {
+    struct cfuse_open_out out;
+    memset(&out, 0, sizeof out);
+    out.fh = fh;
+    // The kernel refuses (EIO) any other flag with passthrough: KEEP_CACHE
+    // in particular, as the file's data never enters the FUSE page cache.
+    out.open_flags = (open_flags & (CFUSE_FOPEN_DIRECT_IO | CFUSE_FOPEN_NOFLUSH)) | CFUSE_FOPEN_PASSTHROUGH;
+    out.backing_id = backing_id;
+    return out;
+}
+
+/// Answers open with a file the kernel reads and writes through `backing_id`.
+static inline int cfuse_reply_open_passthrough(fuse_req_t req, uint64_t fh, uint32_t open_flags, int32_t backing_id) {
+    struct cfuse_open_out out = cfuse_open_out_make(fh, open_flags, backing_id);
+    return fuse_reply_buf(req, (const char *)&out, sizeof out);
+}
+
+/// Answers create the same way, with the entry libfuse's fuse_reply_create would send.
+static inline int cfuse_reply_create_passthrough(fuse_req_t req, const struct fuse_entry_param *e, uint64_t fh,
+                                                 uint32_t open_flags, int32_t backing_id) {
+    struct { struct cfuse_entry_out entry; struct cfuse_open_out open; } out;
+    memset(&out, 0, sizeof out);
+    out.entry.nodeid = e->ino;
+    out.entry.generation = e->generation;
+    out.entry.entry_valid = cfuse_timeout_seconds(e->entry_timeout);
+    out.entry.entry_valid_nsec = cfuse_timeout_nanoseconds(e->entry_timeout);
+    out.entry.attr_valid = cfuse_timeout_seconds(e->attr_timeout);
+    out.entry.attr_valid_nsec = cfuse_timeout_nanoseconds(e->attr_timeout);
+    const struct stat *s = &e->attr;
+    out.entry.attr.ino = s->st_ino;
+    out.entry.attr.mode = s->st_mode;
+    out.entry.attr.nlink = (uint32_t)s->st_nlink;
+    out.entry.attr.uid = s->st_uid;
+    out.entry.attr.gid = s->st_gid;
+    out.entry.attr.rdev = (uint32_t)s->st_rdev;
+    out.entry.attr.size = (uint64_t)s->st_size;
+    out.entry.attr.blksize = (uint32_t)s->st_blksize;
+    out.entry.attr.blocks = (uint64_t)s->st_blocks;
+    out.entry.attr.atime = (uint64_t)s->st_atim.tv_sec;
+    out.entry.attr.mtime = (uint64_t)s->st_mtim.tv_sec;
+    out.entry.attr.ctime = (uint64_t)s->st_ctim.tv_sec;
+    out.entry.attr.atimensec = (uint32_t)s->st_atim.tv_nsec;
+    out.entry.attr.mtimensec = (uint32_t)s->st_mtim.tv_nsec;
+    out.entry.attr.ctimensec = (uint32_t)s->st_ctim.tv_nsec;
+    out.open = cfuse_open_out_make(fh, open_flags, backing_id);
+    return fuse_reply_buf(req, (const char *)&out, sizeof out);
+}
+
+_Static_assert(sizeof(struct cfuse_in_header) == 40, "fuse_in_header");
+_Static_assert(sizeof(struct cfuse_init_out) == 64, "fuse_init_out");
+_Static_assert(offsetof(struct cfuse_init_out, max_stack_depth) == 36, "max_stack_depth");
+_Static_assert(sizeof(struct cfuse_attr) == 88, "fuse_attr");
+_Static_assert(sizeof(struct cfuse_entry_out) == 128, "fuse_entry_out");
+_Static_assert(sizeof(struct cfuse_open_out) == 16, "fuse_open_out");
+_Static_assert(sizeof(struct cfuse_backing_map) == 16, "fuse_backing_map");
 
 #endif

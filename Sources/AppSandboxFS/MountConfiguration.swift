@@ -18,6 +18,13 @@ public struct MountConfiguration: Sendable {
     /// when it learns a file changed).
     public var keepCache = false
     public var writebackCache = false
+    /// Let the kernel read and write open files' backing files itself (FUSE
+    /// passthrough). Off with the writeback cache, which the kernel will not
+    /// combine with it; each open falls back to plain requests when the
+    /// kernel or the driver's privileges refuse.
+    public var passthrough = true
+    /// Whether opens ask for passthrough.
+    public var usesPassthrough: Bool { passthrough && !writebackCache }
     public var maxThreads = 10
     /// Keep tmp's contents at unmount (T4).
     public var keepTmp = false

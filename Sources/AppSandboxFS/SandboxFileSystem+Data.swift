@@ -6,11 +6,16 @@ import SystemPackage
 
 // Open files: the handle given to the kernel is the backing descriptor.
 extension SandboxFileSystem {
-    func openOptions() -> OpenOptions {
+    /// `descriptor`: the open file's, offered for passthrough. The sandbox
+    /// rules were applied to this open already, and the kernel opens the
+    /// backing file with the opener's own flags, so passthrough cannot do
+    /// more than this open allows.
+    func openOptions(descriptor: Int32) -> OpenOptions {
         // FLUSH carries nothing this driver needs (the kernel keeps the
         // locks, and without the writeback cache there is no dirty data to
         // push at close): spare the kernel the round trip.
-        OpenOptions(keepCache: configuration.keepCache, noFlush: !configuration.writebackCache)
+        OpenOptions(keepCache: configuration.keepCache, noFlush: !configuration.writebackCache,
+                    backingDescriptor: configuration.usesPassthrough ? descriptor : nil)
     }
 
     @inline(__always)
@@ -33,10 +38,24 @@ extension SandboxFileSystem {
         }
         do {
             let fd = try Backing.reopen(node.fd, flags: openFlags)
-            reply.opened(FileHandle(rawValue: UInt64(fd)), options: openOptions())
+            // The kernel leaves an O_TRUNC open's clearing of set-ID bits to
+            // the driver (atomic O_TRUNC), and the driver's own open, as
+            // root, clears nothing.
+            if flags.truncates && request.caller.uid != 0 { Self.dropSetIDBits(fd) }
+            reply.opened(FileHandle(rawValue: UInt64(fd)), options: openOptions(descriptor: fd))
         } catch {
             reply.error(error)
         }
+    }
+
+    /// What a write or truncation by a caller without CAP_FSETID does to
+    /// the mode: S_ISUID goes, S_ISGID too if the group may execute.
+    static func dropSetIDBits(_ fd: Int32) {
+        guard let now = try? Backing.stat(fd) else { return }
+        var mode = now.st_mode & 0o7777
+        if mode & S_ISUID != 0 { mode &= ~S_ISUID }
+        if mode & (S_ISGID | S_IXGRP) == S_ISGID | S_IXGRP { mode &= ~S_ISGID }
+        if mode != now.st_mode & 0o7777 { _ = fchmod(fd, mode) }
     }
 
     public func read(_ request: Request, node: NodeID, handle: FileHandle, offset: off_t, size: Int, reply: consuming ReplyData) {

@@ -118,7 +118,7 @@ extension SandboxFileSystem {
                 _ = try check(fchmod(fd, mode & 0o7777))
                 attributes = try Backing.stat(node.fd)
             }
-            reply.created(entry(for: node, stat: attributes), handle: FileHandle(rawValue: UInt64(fd)), options: openOptions())
+            reply.created(entry(for: node, stat: attributes), handle: FileHandle(rawValue: UInt64(fd)), options: openOptions(descriptor: fd))
         } catch {
             Backing.close(fd)
             reply.error(error)

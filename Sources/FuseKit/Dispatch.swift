@@ -6,7 +6,11 @@ import SystemPackage
 /// `fuse_req_userdata`: the callbacks themselves capture nothing.
 final class FileSystemBox: Sendable {
     let fileSystem: any FileSystemOperations
-    init(_ fileSystem: any FileSystemOperations) { self.fileSystem = fileSystem }
+    let passthrough: PassthroughChannel
+    init(_ fileSystem: any FileSystemOperations, passthrough: Bool) {
+        self.fileSystem = fileSystem
+        self.passthrough = PassthroughChannel(wanted: passthrough)
+    }
 }
 
 @inline(__always)
@@ -122,7 +126,7 @@ func makeOperationTable() -> fuse_lowlevel_ops {
     }
     ops.open = { req, node, info in
         target(req).open(Request(req!), node: NodeID(rawValue: node), flags: OpenFlags(rawValue: info!.pointee.flags),
-                         reply: ReplyOpen(req!, info!))
+                         reply: ReplyOpen(req!, info!, node: NodeID(rawValue: node)))
     }
     ops.create = { req, parent, name, mode, info in
         target(req).create(Request(req!), parent: NodeID(rawValue: parent), name: FileName(name!), mode: mode,
@@ -140,6 +144,8 @@ func makeOperationTable() -> fuse_lowlevel_ops {
         target(req).flush(Request(req!), node: NodeID(rawValue: node), handle: handle(info), reply: ReplyStatus(req!))
     }
     ops.release = { req, node, info in
+        Unmanaged<FileSystemBox>.fromOpaque(fuse_req_userdata(req)!).takeUnretainedValue().passthrough
+            .release(node: node, handle: info?.pointee.fh ?? 0)
         target(req).release(Request(req!), node: NodeID(rawValue: node), handle: handle(info),
                             flags: OpenFlags(rawValue: info?.pointee.flags ?? 0), reply: ReplyStatus(req!))
     }
@@ -149,7 +155,7 @@ func makeOperationTable() -> fuse_lowlevel_ops {
     }
     ops.opendir = { req, node, info in
         target(req).opendir(Request(req!), node: NodeID(rawValue: node), flags: OpenFlags(rawValue: info!.pointee.flags),
-                            reply: ReplyOpen(req!, info!))
+                            reply: ReplyOpen(req!, info!, node: NodeID(rawValue: node)))
     }
     ops.readdir = { req, node, size, offset, info in
         target(req).readdir(Request(req!), node: NodeID(rawValue: node), handle: handle(info), offset: offset,

@@ -40,6 +40,12 @@ public struct ReplyStatus: ~Copyable {
     deinit { fuse_reply_err(request, EIO) }
 }
 
+/// The session's passthrough state, when the file system asked for it.
+private func passthroughChannel(_ request: fuse_req_t) -> PassthroughChannel? {
+    let channel = Unmanaged<FileSystemBox>.fromOpaque(fuse_req_userdata(request)!).takeUnretainedValue().passthrough
+    return channel.wanted ? channel : nil
+}
+
 /// Answers lookup, mknod, mkdir, symlink and link with a node.
 public struct ReplyEntry: ~Copyable {
     let request: fuse_req_t
@@ -63,6 +69,15 @@ public struct ReplyCreate: ~Copyable {
     }
     public consuming func created(_ entry: Entry, handle: FileHandle, options: OpenOptions = OpenOptions()) {
         var e = entry.cValue
+        if let descriptor = options.backingDescriptor,
+           let channel = passthroughChannel(request),
+           let backing = channel.acquire(node: entry.node.rawValue, handle: handle.rawValue, descriptor: descriptor) {
+            if cfuse_reply_create_passthrough(request, &e, handle.rawValue, options.kernelFlags, backing) != 0 {
+                channel.release(node: entry.node.rawValue, handle: handle.rawValue)
+            }
+            discard self
+            return
+        }
         info.pointee.fh = handle.rawValue
         options.apply(to: info)
         if fuse_reply_create(request, &e, info) != 0 {
@@ -92,11 +107,23 @@ public struct ReplyAttributes: ~Copyable {
 public struct ReplyOpen: ~Copyable {
     let request: fuse_req_t
     let info: UnsafeMutablePointer<fuse_file_info>
-    init(_ request: fuse_req_t, _ info: UnsafeMutablePointer<fuse_file_info>) {
+    let node: NodeID
+    init(_ request: fuse_req_t, _ info: UnsafeMutablePointer<fuse_file_info>, node: NodeID) {
         self.request = request
         self.info = info
+        self.node = node
     }
     public consuming func opened(_ handle: FileHandle, options: OpenOptions = OpenOptions()) {
+        if let descriptor = options.backingDescriptor,
+           let channel = passthroughChannel(request),
+           let backing = channel.acquire(node: node.rawValue, handle: handle.rawValue, descriptor: descriptor) {
+            if cfuse_reply_open_passthrough(request, handle.rawValue, options.kernelFlags, backing) != 0 {
+                // The opener went away: no release will come for this handle.
+                channel.release(node: node.rawValue, handle: handle.rawValue)
+            }
+            discard self
+            return
+        }
         info.pointee.fh = handle.rawValue
         options.apply(to: info)
         fuse_reply_open(request, info)

@@ -19,13 +19,16 @@ public final class FuseSession: @unchecked Sendable {
     private var handlingSignals = false
 
     /// `options` are mount options as for `-o` (allow_other, fsname=...).
-    public init(fileSystem: any FileSystemOperations, options: [String], debug: Bool = false) throws {
+    /// `passthrough`: offer the kernel's FUSE passthrough to opens that give
+    /// `OpenOptions.backingDescriptor` (see `PassthroughChannel`).
+    public init(fileSystem: any FileSystemOperations, options: [String], debug: Bool = false,
+                passthrough: Bool = false) throws {
         var arguments = ["appsandboxfs"]
         if !options.isEmpty { arguments += ["-o", options.joined(separator: ",")] }
         if debug { arguments.append("-d") }
         var cStrings: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) }
         defer { cStrings.forEach { free($0) } }
-        let box = Unmanaged.passRetained(FileSystemBox(fileSystem))
+        let box = Unmanaged.passRetained(FileSystemBox(fileSystem, passthrough: passthrough))
         var ops = makeOperationTable()
         // libfuse explains a refusal on standard error; catch it so the
         // caller can say it in one line of its own.
@@ -75,6 +78,13 @@ public final class FuseSession: @unchecked Sendable {
             throw FuseSessionError(description: "cannot mount at \(mountpoint) (see the message above)")
         }
         mounted = true
+        let channel = box.takeUnretainedValue().passthrough
+        if channel.wanted {
+            // Before the loop reads INIT, whose reply must carry the grant.
+            var io = PassthroughChannel.io
+            let device = fuse_session_fd(session)
+            if fuse_session_custom_io(session, &io, device) == 0 { channel.attach(device: device) }
+        }
     }
 
     /// Serves requests on up to `maxThreads` worker threads until the mount
@@ -92,6 +102,9 @@ public final class FuseSession: @unchecked Sendable {
         unmount()
         return status
     }
+
+    /// Whether the kernel took up passthrough at INIT (false before INIT).
+    public var passthroughGranted: Bool { box.takeUnretainedValue().passthrough.granted }
 
     /// Detaches the mount (idempotent).
     public func unmount() {

@@ -85,12 +85,19 @@ public struct OpenOptions: Sendable, Hashable {
     public var keepCache = false
     public var cacheDirectory = false
     public var noFlush = false
+    /// A descriptor of the open file's backing file: with passthrough granted
+    /// (`FuseSession(passthrough: true)`, a kernel that offers it, a driver
+    /// allowed to register files), the kernel reads and writes that file
+    /// itself and this handle sees no read or write requests. It must stay
+    /// open until the handle's release. Regular files only.
+    public var backingDescriptor: Int32?
     public init(directIO: Bool = false, keepCache: Bool = false, cacheDirectory: Bool = false,
-                noFlush: Bool = false) {
+                noFlush: Bool = false, backingDescriptor: Int32? = nil) {
         self.directIO = directIO
         self.keepCache = keepCache
         self.cacheDirectory = cacheDirectory
         self.noFlush = noFlush
+        self.backingDescriptor = backingDescriptor
     }
 }
 

@@ -58,6 +58,10 @@ struct MountCommand: ParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Let the kernel cache writes and send them in large batches (writeback cache).")
     var writeback = false
 
+    @Flag(inversion: .prefixedNo,
+          help: "Let the kernel read and write open files' backing files directly (FUSE passthrough; needs root and Linux 6.9+, off with --writeback).")
+    var passthrough = true
+
     @Flag(inversion: .prefixedNo, help: "Keep the kernel's page cache of a file across opens.")
     var keepCache = true
 
@@ -110,6 +114,7 @@ struct MountCommand: ParsableCommand {
         configuration.attributeTimeout = cacheTimeout
         configuration.maxThreads = threads
         configuration.writebackCache = writeback
+        configuration.passthrough = passthrough
         configuration.keepCache = keepCache
 
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
@@ -125,7 +130,8 @@ struct MountCommand: ParsableCommand {
             fileSystem = try SandboxFileSystem(configuration: configuration, logger: logger)
             let mountOptions = ["allow_other", "default_permissions", "fsname=\(backingPath)", "subtype=appsandboxfs"]
                 + options.flatMap { $0.split(separator: ",").map(String.init) }
-            session = try FuseSession(fileSystem: fileSystem, options: mountOptions, debug: debug)
+            session = try FuseSession(fileSystem: fileSystem, options: mountOptions, debug: debug,
+                                      passthrough: configuration.usesPassthrough)
         } catch {
             Daemon.reportFailure("\(error)", readyFD: readyFD)
             throw ExitCode(1)

@@ -1869,6 +1869,42 @@ extension POSIXCases {
             truncate f 10             => ok
             stat f mode size          => ok mode=0755 size=10
             """#),
+        // With FUSE passthrough these writes never reach the driver: the
+        // kernel must still clear the bits (it does, asking for a SETATTR,
+        // unless the connection has FUSE_HANDLE_KILLPRIV_V2).
+        POSIXCase("perm_write_by_nonowner_clears_setuid_setgid",
+                  setup: #"""
+                    open 1 f creat
+                    chown f 0 65534
+                    chmod f 6775
+                    """#,
+                  asUser: nobody, #"""
+            open 1 f wronly           => ok
+            pwrite 1 "xyz" 4096       => ok 3
+            fstat 1 mode uid          => ok mode=0775 uid=0
+            """#),
+        POSIXCase("perm_open_trunc_by_nonroot_clears_setuid",
+                  setup: #"""
+                    open 1 f creat|wronly
+                    write 1 "data"
+                    chown f 65534 65534
+                    chmod f 4755
+                    """#,
+                  asUser: nobody, #"""
+            open 1 f wronly|trunc     => ok
+            fstat 1 mode size         => ok mode=0755 size=0
+            """#),
+        POSIXCase("perm_ftruncate_by_nonroot_clears_setgid",
+                  setup: #"""
+                    open 1 f creat
+                    chown f 65534 65534
+                    chmod f 2775
+                    """#,
+                  asUser: nobody, #"""
+            open 1 f rdwr             => ok
+            ftruncate 1 100           => ok
+            fstat 1 mode size         => ok mode=0775 size=100
+            """#),
         POSIXCase("perm_folder_search_and_read",
                   setup: #"""
                     mkdir searchonly

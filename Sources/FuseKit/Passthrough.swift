@@ -1,0 +1,155 @@
+import CFuse
+import Glibc
+import Synchronization
+
+/// FUSE passthrough: the kernel reads and writes an open file's backing file
+/// itself, without a READ or WRITE request per call.
+///
+/// libfuse 3.14 knows nothing of it, so the session's /dev/fuse traffic goes
+/// through `PassthroughChannel.io` (libfuse's custom I/O): the read side
+/// notes whether the kernel's INIT offers passthrough, the write side adds
+/// the grant to libfuse's INIT reply. Opens then register their descriptor
+/// with the kernel and answer with its backing id (see `ReplyOpen`).
+///
+/// The kernel attaches one backing file to an inode while any passthrough
+/// file of it is open, and fails (EIO) an open that names another backing
+/// id, or none, meanwhile; so a node keeps one backing id for all its open
+/// handles, closed when the last of them is released.
+final class PassthroughChannel: Sendable {
+    private struct Backing {
+        var id: Int32
+        var handles: Int
+    }
+
+    private struct HandleKey: Hashable {
+        var node: UInt64
+        var handle: UInt64
+    }
+
+    private struct State {
+        var device: Int32 = -1
+        var initUnique: UInt64 = 0
+        var offered = false
+        var granted = false
+        /// The kernel refused a registration (not root, stacking, ...): later
+        /// opens of nodes without a backing id stay plain.
+        var refused = false
+        var nodes: [UInt64: Backing] = [:]
+        var handles: Set<HandleKey> = []
+    }
+
+    /// Whether the file system asked for passthrough (fixed before mount).
+    let wanted: Bool
+    private let state = Mutex(State())
+    /// Until INIT is answered, replies are checked for it; after, not at all.
+    private let awaitingInit = Atomic<Bool>(false)
+
+    init(wanted: Bool) { self.wanted = wanted }
+
+    /// Whether the kernel accepted passthrough for this connection.
+    var granted: Bool { state.withLock { $0.granted } }
+
+    func attach(device: Int32) {
+        state.withLock { $0.device = device }
+        awaitingInit.store(true, ordering: .releasing)
+    }
+
+    /// A backing id for a new handle of `node` reading and writing
+    /// `descriptor`'s file, or nil for a plain open.
+    func acquire(node: UInt64, handle: UInt64, descriptor: Int32) -> Int32? {
+        state.withLock { state in
+            guard state.granted else { return nil }
+            let id: Int32
+            if let backing = state.nodes[node] {
+                id = backing.id
+                state.nodes[node]!.handles += 1
+            } else {
+                guard !state.refused else { return nil }
+                let registered = cfuse_backing_open(state.device, descriptor)
+                guard registered > 0 else {
+                    state.refused = true
+                    return nil
+                }
+                id = registered
+                state.nodes[node] = Backing(id: id, handles: 1)
+            }
+            state.handles.insert(HandleKey(node: node, handle: handle))
+            return id
+        }
+    }
+
+    /// The handle is gone (released, or its open reply never reached the kernel).
+    func release(node: UInt64, handle: UInt64) {
+        guard wanted else { return }
+        state.withLock { state in
+            guard state.handles.remove(HandleKey(node: node, handle: handle)) != nil,
+                  var backing = state.nodes[node] else { return }
+            backing.handles -= 1
+            if backing.handles > 0 {
+                state.nodes[node] = backing
+            } else {
+                state.nodes[node] = nil
+                _ = cfuse_backing_close(state.device, backing.id)
+            }
+        }
+    }
+
+    fileprivate func received(_ buffer: UnsafeMutableRawPointer, length: Int) {
+        guard awaitingInit.load(ordering: .acquiring) else { return }
+        var unique: UInt64 = 0
+        var offers: Int32 = 0
+        guard cfuse_parse_init(buffer, length, &unique, &offers) != 0 else { return }
+        state.withLock {
+            $0.initUnique = unique
+            $0.offered = offers != 0
+        }
+    }
+
+    fileprivate func send(_ fd: Int32, _ iov: UnsafeMutablePointer<iovec>, _ count: Int32) -> Int {
+        guard awaitingInit.load(ordering: .acquiring) else { return writev(fd, iov, count) }
+        let unique = cfuse_reply_unique(iov, count)
+        let (isInitReply, offered) = state.withLock { ($0.initUnique != 0 && $0.initUnique == unique, $0.offered) }
+        guard isInitReply else { return writev(fd, iov, count) }
+        awaitingInit.store(false, ordering: .releasing)
+        guard offered else { return writev(fd, iov, count) }
+        var granted: Int32 = 0
+        let written = cfuse_send_init_reply(fd, iov, count, &granted)
+        let saved = errno
+        state.withLock { $0.granted = granted != 0 }
+        errno = saved
+        return written
+    }
+
+    /// libfuse's custom I/O: plain system calls, watched. libfuse hands the
+    /// session's userdata, the `FileSystemBox`, to both.
+    static var io: fuse_custom_io {
+        var io = fuse_custom_io()
+        io.read = { fd, buffer, length, userdata in
+            let count = Glibc.read(fd, buffer, length)
+            if count > 0, let buffer, let userdata {
+                let saved = errno
+                Unmanaged<FileSystemBox>.fromOpaque(userdata).takeUnretainedValue().passthrough
+                    .received(buffer, length: count)
+                errno = saved
+            }
+            return count
+        }
+        io.writev = { fd, iov, count, userdata in
+            guard let iov, let userdata else { return writev(fd, iov, count) }
+            return Unmanaged<FileSystemBox>.fromOpaque(userdata).takeUnretainedValue().passthrough.send(fd, iov, count)
+        }
+        return io
+    }
+}
+
+extension OpenOptions {
+    /// FOPEN_* bits as libfuse's fill_open sets them.
+    var kernelFlags: UInt32 {
+        var flags: UInt32 = 0
+        if directIO { flags |= 1 << 0 }
+        if keepCache { flags |= 1 << 1 }
+        if cacheDirectory { flags |= 1 << 3 }
+        if noFlush { flags |= 1 << 5 }
+        return flags
+    }
+}

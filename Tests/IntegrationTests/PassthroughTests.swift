@@ -1,0 +1,159 @@
+import Foundation
+import Glibc
+import Testing
+
+/// FUSE passthrough: the kernel reads and writes open files' backing files
+/// itself. The driver's debug log (libfuse -d, one line per request) shows
+/// whether READ and WRITE requests still reach it.
+@Suite("Passthrough")
+struct PassthroughTests {
+    static let size = 4 << 20
+
+    /// Deterministic bytes that differ from page to page.
+    static func pattern(_ count: Int, seed: UInt8) -> [UInt8] {
+        (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 12 &+ Int(seed)) }
+    }
+
+    static func requests(_ opcode: String, in log: String) -> Int {
+        log.components(separatedBy: "opcode: \(opcode) (").count - 1
+    }
+
+    /// Writes `bytes` in 64 KiB calls to a new file and reads it back (128
+    /// KiB calls) through a second open; returns what was read.
+    static func writeThenRead(_ path: String, _ bytes: [UInt8]) throws -> [UInt8] {
+        let out = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        guard out >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno)!) }
+        var written = 0
+        while written < bytes.count {
+            let n = bytes[written...].prefix(65536).withUnsafeBytes { write(out, $0.baseAddress, $0.count) }
+            guard n > 0 else { close(out); throw POSIXError(POSIXErrorCode(rawValue: errno)!) }
+            written += n
+        }
+        close(out)
+        return try readAll(path)
+    }
+
+    static func readAll(_ path: String) throws -> [UInt8] {
+        let input = open(path, O_RDONLY)
+        guard input >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno)!) }
+        defer { close(input) }
+        var result: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 131072)
+        while true {
+            let n = read(input, &chunk, chunk.count)
+            guard n >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno)!) }
+            if n == 0 { break }
+            result += chunk[0..<n]
+        }
+        return result
+    }
+
+    static let preparedName = "Documents/prepared.bin"
+
+    @Test("With passthrough, large writes and cold reads never reach the driver, and the data is right")
+    func noDataRequests() throws {
+        let prepared = Self.pattern(Self.size, seed: 7)
+        try withMountedContainer(extraArguments: ["--debug"], prepare: { backing in
+            try writeFile(backing + "/" + Self.preparedName, prepared)
+        }) { mounted in
+            let dir = try mounted.scratch()
+            let bytes = Self.pattern(Self.size, seed: 1)
+            #expect(try Self.writeThenRead(dir + "/big.bin", bytes) == bytes)
+            let relative = String(dir.dropFirst(mounted.mountpoint.count + 1)) + "/big.bin"
+            #expect(readFileBytes(mounted.backingPath(relative)) == bytes)
+            #expect(try Self.readAll(mounted.mountpoint + "/" + Self.preparedName) == prepared)
+
+            let log = mounted.stderrText()
+            #expect(Self.requests("OPEN", in: log) + Self.requests("CREATE", in: log) > 0, "the debug log lists requests")
+            #expect(Self.requests("WRITE", in: log) == 0)
+            #expect(Self.requests("READ", in: log) == 0)
+        }
+    }
+
+    @Test("--no-passthrough sends the same data through the driver")
+    func optionTurnsItOff() throws {
+        let prepared = Self.pattern(Self.size, seed: 7)
+        try withMountedContainer(extraArguments: ["--debug", "--no-passthrough"], prepare: { backing in
+            try writeFile(backing + "/" + Self.preparedName, prepared)
+        }) { mounted in
+            let dir = try mounted.scratch()
+            let bytes = Self.pattern(Self.size, seed: 2)
+            #expect(try Self.writeThenRead(dir + "/big.bin", bytes) == bytes)
+            #expect(try Self.readAll(mounted.mountpoint + "/" + Self.preparedName) == prepared)
+
+            let log = mounted.stderrText()
+            #expect(Self.requests("WRITE", in: log) > 0)
+            #expect(Self.requests("READ", in: log) > 0)
+        }
+    }
+
+    @Test("Several handles of one file at once, read-only and write-only, share its backing file")
+    func concurrentHandles() throws {
+        try withMountedContainer { mounted in
+            let path = try mounted.scratch() + "/shared.bin"
+            let writer = open(path, O_WRONLY | O_CREAT, 0o644)
+            #expect(writer >= 0)
+            let reader = open(path, O_RDONLY)
+            #expect(reader >= 0, "a second open of a file open in passthrough (errno \(errno))")
+            let second = open(path, O_RDWR)
+            #expect(second >= 0)
+            defer { close(writer); close(reader); close(second) }
+            let bytes = Self.pattern(8192, seed: 3)
+            #expect(bytes.withUnsafeBytes { pwrite(writer, $0.baseAddress, $0.count, 0) } == 8192)
+            var back = [UInt8](repeating: 0, count: 8192)
+            #expect(pread(reader, &back, 8192, 0) == 8192)
+            #expect(back == bytes)
+            #expect(pwrite(second, "xy", 2, 100) == 2)
+            #expect(pread(reader, &back, 2, 100) == 2)
+            #expect(back[0] == UInt8(ascii: "x") && back[1] == UInt8(ascii: "y"))
+            // A read-only handle cannot write, whatever the driver registered.
+            #expect(pwrite(reader, "z", 1, 0) == -1 && errno == EBADF)
+        }
+    }
+
+    @Test("The bundle stays read-only: an open for writing is refused before any passthrough")
+    func bundleStaysReadOnly() throws {
+        try withMountedContainer { mounted in
+            let plist = mounted.mountpoint + "/\(mounted.appName).app/Info.plist"
+            let before = readFileBytes(mounted.backingPath("\(mounted.appName).app/Info.plist"))
+            let fd = open(plist, O_RDWR)
+            #expect(fd == -1)
+            if fd >= 0 { close(fd) }
+            let contents = try Self.readAll(plist)
+            #expect(contents == before)
+        }
+    }
+
+    @Test("When the kernel refuses the backing file (a container inside a passthrough mount: stacked too deep), opens fall back to plain requests, silently")
+    func refusalFallsBack() throws {
+        try withMountedContainer { outer in
+            let inner = outer.documents + "/nested"
+            try layOutContainer(at: inner, appName: "Nested")
+            let mountpoint = outer.root + "/nested-mnt", log = outer.root + "/nested.stderr"
+            try makeDirectory(mountpoint)
+            try writeFile(log, "")
+            let pid = try spawn([Binaries.appsandboxfs, "mount", inner, mountpoint, "--app-name", "Nested", "--foreground", "--debug"],
+                                stdin: "/dev/null", stdout: "/dev/null", stderr: log)
+            defer {
+                if isFuseMount(mountpoint) {
+                    if runProcess(["fusermount3", "-u", mountpoint], timeout: 15).status != 0 {
+                        _ = runProcess(["fusermount3", "-u", "-z", mountpoint], timeout: 15)
+                    }
+                }
+                if waitForExit(pid, timeout: 15) == nil {
+                    kill(pid, SIGKILL)
+                    _ = waitForExit(pid, timeout: 15)
+                }
+            }
+            let deadline = monotonicNow() + 30
+            while !isFuseMount(mountpoint), monotonicNow() < deadline, waitForExit(pid, timeout: 0) == nil { usleep(10_000) }
+            try #require(isFuseMount(mountpoint), "the nested mount came up: \(readFileText(log).suffix(500))")
+
+            let bytes = Self.pattern(1 << 20, seed: 5)
+            #expect(try Self.writeThenRead(mountpoint + "/Documents/f.bin", bytes) == bytes)
+            #expect(readFileBytes(outer.backingPath("Documents/nested/Documents/f.bin")) == bytes)
+            let text = readFileText(log)
+            #expect(Self.requests("WRITE", in: text) > 0)
+        }
+    }
+}
