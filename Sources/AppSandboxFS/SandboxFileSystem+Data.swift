@@ -32,7 +32,7 @@ extension SandboxFileSystem {
             openFlags &= ~O_APPEND
         }
         do {
-            let fd = try Backing.reopen(node.fd, flags: openFlags)
+            let fd = try node.withFD { (fd) throws(Errno) in try Backing.reopen(fd, flags: openFlags) }
             reply.opened(FileHandle(rawValue: UInt64(fd)), options: openOptions())
         } catch {
             reply.error(error)
