@@ -1,4 +1,5 @@
 import BackingStore
+import CLinux
 import FuseKit
 import Glibc
 import SandboxPolicy
@@ -193,6 +194,9 @@ final class NodeTable: Sendable {
     let root: Node
     let cache: DescriptorCache
     private let nodes = Locked<[InodeKey: Node]>([:])
+    /// The most nodes held since the table last shrank. Changed only under
+    /// the lock.
+    private let peak = Atomic<Int>(0)
 
     init(rootFD: Int32, stat: stat, cache: DescriptorCache) {
         self.cache = cache
@@ -235,6 +239,7 @@ final class NodeTable: Sendable {
             }
             made.lookups.store(1, ordering: .relaxed)
             table[key] = made
+            if table.count > peak.load(ordering: .relaxed) { peak.store(table.count, ordering: .relaxed) }
             return made
         }
         if node === made {
@@ -268,13 +273,30 @@ final class NodeTable: Sendable {
     func forget(_ id: NodeID, count: UInt64) {
         guard id != .root else { return }
         let node = node(id)
+        var shrank = false
         let dropped = nodes.withLock { table -> Node? in
             let left = node.lookups.subtract(min(count, node.lookups.load(ordering: .relaxed)), ordering: .relaxed).newValue
             guard left == 0 else { return nil }
             if table[node.key] === node { table[node.key] = nil }
+            shrank = shrinkIfMostlyEmpty(&table)
             return node
         }
         if let dropped { cache.retire(dropped) }
+        // The kernel forgot most of what it knew (memory pressure): give
+        // the freed nodes' memory back, which free() alone keeps in the
+        // worker threads' arenas.
+        if shrank { asfs_malloc_trim() }
+    }
+
+    /// A dictionary never gives back its storage as it empties: rebuild it
+    /// once it is down to a quarter of its peak (amortized: each rebuild
+    /// follows three times as many removals).
+    private func shrinkIfMostlyEmpty(_ table: inout [InodeKey: Node]) -> Bool {
+        let high = peak.load(ordering: .relaxed)
+        guard high >= 4096, table.count * 4 < high else { return false }
+        table = Dictionary(uniqueKeysWithValues: table.map { ($0.key, $0.value) })
+        peak.store(table.count, ordering: .relaxed)
+        return true
     }
 
     private static func isDeleted(_ node: Node) -> Bool {

@@ -2,6 +2,7 @@
 #include "clinux.h"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 #include <errno.h>
@@ -106,3 +107,5 @@ int asfs_open_by_handle(int mount_fd, const unsigned char *bytes, size_t length,
     memcpy(buffer.handle.f_handle, bytes, length);
     return open_by_handle_at(mount_fd, &buffer.handle, flags);
 }
+
+void asfs_malloc_trim(void) { malloc_trim(0); }
