@@ -13,15 +13,16 @@
 # count; "kernel FUSE inodes" the active fuse_inode objects in the slab (all
 # FUSE mounts together): the nodes the kernel holds.
 #
-# A driver that keeps a descriptor per node needs a descriptor limit above
-# N: the script raises the limit it starts the driver with to --nofile
-# (default 1048576, Debian's usual hard limit); --nofile 0 keeps the
-# inherited one.
+# appsandboxfs holds at most a bounded cache of descriptors (nodes keep file
+# handles), so it needs no descriptor limit above N; passthrough_ll and
+# bindfs keep one per node and do. --nofile N raises the limit the driver
+# starts with to N (needs CAP_SYS_RESOURCE and a hard limit that allows it);
+# the default, 0, keeps the inherited one.
 set -euo pipefail
 
 files=100000
 system=appsandboxfs
-nofile=1048576
+nofile=0
 while (($#)); do
     case $1 in
         --files) files=$2; shift 2 ;;

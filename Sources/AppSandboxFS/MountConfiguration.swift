@@ -26,6 +26,10 @@ public struct MountConfiguration: Sendable {
     /// Whether opens ask for passthrough.
     public var usesPassthrough: Bool { passthrough && !writebackCache }
     public var maxThreads = 10
+    /// O_PATH descriptors kept open for files the kernel knows (the others
+    /// are opened again from their file handles). nil: a quarter of the
+    /// descriptor limit, at most 4,096.
+    public var descriptorCacheSize: Int?
     /// Keep tmp's contents at unmount (T4).
     public var keepTmp = false
     /// Where denial lines go besides standard error.

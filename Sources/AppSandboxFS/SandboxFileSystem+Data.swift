@@ -37,7 +37,7 @@ extension SandboxFileSystem {
             openFlags &= ~O_APPEND
         }
         do {
-            let fd = try Backing.reopen(node.fd, flags: openFlags)
+            let fd = try node.withFD { (fd) throws(Errno) in try Backing.reopen(fd, flags: openFlags) }
             // The kernel leaves an O_TRUNC open's clearing of set-ID bits to
             // the driver (atomic O_TRUNC), and the driver's own open, as
             // root, clears nothing.

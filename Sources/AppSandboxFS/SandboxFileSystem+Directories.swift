@@ -8,7 +8,7 @@ import SystemPackage
 extension SandboxFileSystem {
     public func opendir(_ request: Request, node id: NodeID, flags: OpenFlags, reply: consuming ReplyOpen) {
         do {
-            let fd = try Backing.openDirectory(nodes.node(id).fd)
+            let fd = try nodes.node(id).withFD { (fd) throws(Errno) in try Backing.openDirectory(fd) }
             guard let stream = DirectoryStream(fd: fd) else {
                 let code = errno
                 Backing.close(fd)
@@ -67,7 +67,7 @@ extension SandboxFileSystem {
 
     public func fsyncdir(_ request: Request, node id: NodeID, handle: FileHandle, dataOnly: Bool, reply: consuming ReplyStatus) {
         do {
-            let fd = try Backing.openDirectory(nodes.node(id).fd)
+            let fd = try nodes.node(id).withFD { (fd) throws(Errno) in try Backing.openDirectory(fd) }
             defer { Backing.close(fd) }
             try Backing.fsync(fd, dataOnly: dataOnly)
             reply.ok()

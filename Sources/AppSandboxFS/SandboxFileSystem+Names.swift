@@ -14,8 +14,10 @@ extension SandboxFileSystem {
         let chowned = try giveToCaller(request, in: parent, name)
         var (node, attributes) = try lookupChild(parent, name)
         if chowned && Self.lostSetIDBits(requested: mode, now: attributes) {
-            try Backing.chmod(node.fd, mode: mode & 0o7777)
-            attributes = try Backing.stat(node.fd)
+            attributes = try node.withFD { (fd) throws(Errno) in
+                try Backing.chmod(fd, mode: mode & 0o7777)
+                return try Backing.stat(fd)
+            }
         }
         return entry(for: node, stat: attributes)
     }
@@ -36,7 +38,7 @@ extension SandboxFileSystem {
         }
         do {
             reply.entry(try makeEntry(request, parent: parent, name: name.cString, mode: mode) { () throws(Errno) in
-                try Backing.mknod(in: parent.fd, name.cString, mode: mode, device: device)
+                try parent.withFD { (folder) throws(Errno) in try Backing.mknod(in: folder, name.cString, mode: mode, device: device) }
             })
         } catch {
             reply.error(error)
@@ -51,7 +53,7 @@ extension SandboxFileSystem {
         }
         do {
             reply.entry(try makeEntry(request, parent: parent, name: name.cString) { () throws(Errno) in
-                try Backing.mkdir(in: parent.fd, name.cString, mode: mode)
+                try parent.withFD { (folder) throws(Errno) in try Backing.mkdir(in: folder, name.cString, mode: mode) }
             })
         } catch {
             reply.error(error)
@@ -73,7 +75,7 @@ extension SandboxFileSystem {
         }
         do {
             reply.entry(try makeEntry(request, parent: parent, name: name.cString) { () throws(Errno) in
-                try Backing.symlink(target.cString, in: parent.fd, name.cString)
+                try parent.withFD { (folder) throws(Errno) in try Backing.symlink(target.cString, in: folder, name.cString) }
             })
         } catch {
             reply.error(error)
@@ -89,7 +91,9 @@ extension SandboxFileSystem {
             return
         }
         do {
-            try Backing.link(node.fd, in: parent.fd, newName.cString)
+            try node.withFD { (fd) throws(Errno) in
+                try parent.withFD { (folder) throws(Errno) in try Backing.link(fd, in: folder, newName.cString) }
+            }
             let (linked, attributes) = try lookupChild(parent, newName.cString)
             reply.entry(entry(for: linked, stat: attributes))
         } catch {
@@ -106,7 +110,9 @@ extension SandboxFileSystem {
         }
         let fd: Int32
         do {
-            fd = try Backing.create(in: parent.fd, name.cString, flags: flags.rawValue, mode: mode)
+            fd = try parent.withFD { (folder) throws(Errno) in
+                try Backing.create(in: folder, name.cString, flags: flags.rawValue, mode: mode)
+            }
         } catch {
             reply.error(error)
             return
@@ -116,7 +122,7 @@ extension SandboxFileSystem {
             var (node, attributes) = try lookupChild(parent, name.cString)
             if chowned && Self.lostSetIDBits(requested: mode, now: attributes) {
                 _ = try check(fchmod(fd, mode & 0o7777))
-                attributes = try Backing.stat(node.fd)
+                attributes = try node.withFD { (fd) throws(Errno) in try Backing.stat(fd) }
             }
             reply.created(entry(for: node, stat: attributes), handle: FileHandle(rawValue: UInt64(fd)), options: openOptions(descriptor: fd))
         } catch {
@@ -133,7 +139,10 @@ extension SandboxFileSystem {
             return
         }
         do {
-            try Backing.unlink(in: parent.fd, name.cString)
+            try parent.withFD { (folder) throws(Errno) in
+                nodes.keepIfLastName(in: folder, name.cString)
+                try Backing.unlink(in: folder, name.cString)
+            }
             reply.ok()
         } catch {
             reply.error(error)
@@ -148,7 +157,10 @@ extension SandboxFileSystem {
             return
         }
         do {
-            try Backing.rmdir(in: parent.fd, name.cString)
+            try parent.withFD { (folder) throws(Errno) in
+                nodes.keepIfLastName(in: folder, name.cString)
+                try Backing.rmdir(in: folder, name.cString)
+            }
             reply.ok()
         } catch {
             reply.error(error)
@@ -171,7 +183,8 @@ extension SandboxFileSystem {
             // so the existence check is spared.
             let replacing: Zone?
             if destination.systemFolder == destination {
-                replacing = (try? Backing.stat(in: newParent.fd, newName.cString)) != nil ? destination : nil
+                replacing = (try? newParent.withFD { (folder) throws(Errno) in try Backing.stat(in: folder, newName.cString) }) != nil
+                    ? destination : nil
             } else {
                 replacing = destination
             }
@@ -182,16 +195,21 @@ extension SandboxFileSystem {
             return
         }
         do {
-            try Backing.rename(in: parent.fd, name.cString, to: newParent.fd, newName.cString, flags: flags.rawValue)
+            let (movedStat, otherStat) = try parent.withFD { (from) throws(Errno) in
+                try newParent.withFD { (to) throws(Errno) in
+                    if !flags.contains(.exchange) { nodes.keepIfLastName(in: to, newName.cString) }
+                    try Backing.rename(in: from, name.cString, to: to, newName.cString, flags: flags.rawValue)
+                    return (moved != destination ? try? Backing.stat(in: to, newName.cString) : nil,
+                            flags.contains(.exchange) ? try? Backing.stat(in: from, name.cString) : nil)
+                }
+            }
             // The moved file now lives in another zone; record it on its node
             // (and on the other one of an exchange).
-            if moved != destination, let movedStat = try? Backing.stat(in: newParent.fd, newName.cString),
-               let node = nodes.existing(InodeKey(movedStat)) {
+            if let movedStat, let node = nodes.existing(InodeKey(movedStat)) {
                 node.zone = destination
                 if node.isDirectory && moved != destination { forgetEntries(below: node) }
             }
-            if flags.contains(.exchange), let otherStat = try? Backing.stat(in: parent.fd, name.cString),
-               let node = nodes.existing(InodeKey(otherStat)) {
+            if let otherStat, let node = nodes.existing(InodeKey(otherStat)) {
                 node.zone = moved
             }
             reply.ok()

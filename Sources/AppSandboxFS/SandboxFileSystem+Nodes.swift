@@ -22,7 +22,8 @@ extension SandboxFileSystem {
 
     public func getattr(_ request: Request, node: NodeID, handle: FileHandle?, reply: consuming ReplyAttributes) {
         do {
-            reply.attributes(try Backing.stat(nodes.node(node).fd), timeout: configuration.attributeTimeout)
+            reply.attributes(try nodes.node(node).withFD { (fd) throws(Errno) in try Backing.stat(fd) },
+                             timeout: configuration.attributeTimeout)
         } catch {
             reply.error(error)
         }
@@ -45,25 +46,28 @@ extension SandboxFileSystem {
             // An open handle is the better target: it works after chmod 0
             // and for files that were unlinked while open.
             let openFD = handle.map { Int32(truncatingIfNeeded: $0.rawValue) }
-            if let mode = changes.mode {
-                if let openFD { _ = try check(fchmod(openFD, mode)) } else { try Backing.chmod(node.fd, mode: mode) }
-            }
-            if changes.uid != nil || changes.gid != nil {
-                try Backing.chown(node.fd, uid: changes.uid ?? uid_t.max, gid: changes.gid ?? gid_t.max)
-            }
-            if let size = changes.size {
-                if let openFD { _ = try check(ftruncate(openFD, size)) } else { try Backing.truncate(node.fd, size: size) }
-            }
-            if changes.accessTime != nil || changes.modificationTime != nil {
-                let times = (Self.timespec(changes.accessTime), Self.timespec(changes.modificationTime))
-                if let openFD {
-                    var pair = [times.0, times.1]
-                    _ = try check(futimens(openFD, &pair))
-                } else {
-                    try Backing.setTimes(node.fd, times, isSymlink: node.isSymlink)
+            let attributes = try node.withFD { (nodeFD) throws(Errno) in
+                if let mode = changes.mode {
+                    if let openFD { _ = try check(fchmod(openFD, mode)) } else { try Backing.chmod(nodeFD, mode: mode) }
                 }
+                if changes.uid != nil || changes.gid != nil {
+                    try Backing.chown(nodeFD, uid: changes.uid ?? uid_t.max, gid: changes.gid ?? gid_t.max)
+                }
+                if let size = changes.size {
+                    if let openFD { _ = try check(ftruncate(openFD, size)) } else { try Backing.truncate(nodeFD, size: size) }
+                }
+                if changes.accessTime != nil || changes.modificationTime != nil {
+                    let times = (Self.timespec(changes.accessTime), Self.timespec(changes.modificationTime))
+                    if let openFD {
+                        var pair = [times.0, times.1]
+                        _ = try check(futimens(openFD, &pair))
+                    } else {
+                        try Backing.setTimes(nodeFD, times, isSymlink: node.isSymlink)
+                    }
+                }
+                return try Backing.stat(nodeFD)
             }
-            reply.attributes(try Backing.stat(node.fd), timeout: configuration.attributeTimeout)
+            reply.attributes(attributes, timeout: configuration.attributeTimeout)
         } catch {
             reply.error(error)
         }
@@ -74,7 +78,7 @@ extension SandboxFileSystem {
     /// changed). Such a write of times to a file that no longer has a name
     /// is no change to the container, and no process asked for it.
     static func isKernelTimeFlush(_ change: AttributeChange, node: Node) -> Bool {
-        guard change == .times, let current = try? Backing.stat(node.fd) else { return false }
+        guard change == .times, let current = try? node.withFD({ (fd) throws(Errno) in try Backing.stat(fd) }) else { return false }
         return current.st_nlink == 0
     }
 
@@ -92,7 +96,9 @@ extension SandboxFileSystem {
         do {
             let count = try buffer.withUnsafeMutableBufferPointer { b in
                 Result { () throws(Errno) in
-                    try Backing.readlink(node.fd, into: UnsafeMutableBufferPointer(rebasing: b[0..<(b.count - 1)]))
+                    try node.withFD { (fd) throws(Errno) in
+                        try Backing.readlink(fd, into: UnsafeMutableBufferPointer(rebasing: b[0..<(b.count - 1)]))
+                    }
                 }
             }.get()
             buffer[count] = 0
@@ -113,7 +119,7 @@ extension SandboxFileSystem {
 
     public func statfs(_ request: Request, node: NodeID, reply: consuming ReplyStatfs) {
         do {
-            reply.statfs(try Backing.statfs(nodes.node(node).fd))
+            reply.statfs(try nodes.node(node).withFD { (fd) throws(Errno) in try Backing.statfs(fd) })
         } catch {
             reply.error(error)
         }

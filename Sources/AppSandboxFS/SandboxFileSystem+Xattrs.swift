@@ -29,7 +29,7 @@ extension SandboxFileSystem {
         if node.isSymlink { reply.error(.notPermitted); return }
         do {
             try withCString(XattrNames.backingName(for: visible)) { (backing) throws(Errno) in
-                try Backing.setxattr(node.fd, backing, value, flags: flags.rawValue)
+                try node.withFD { (fd) throws(Errno) in try Backing.setxattr(fd, backing, value, flags: flags.rawValue) }
             }
             reply.ok()
         } catch {
@@ -54,11 +54,13 @@ extension SandboxFileSystem {
             let capacity = reply.capacity
             let result: (Int, [UInt8]) = try withCString(XattrNames.backingName(for: visible)) { (backing) throws(Errno) in
                 if capacity == 0 {
-                    return (try Backing.getxattr(node.fd, backing, into: UnsafeMutableRawBufferPointer(start: nil, count: 0)), [])
+                    return (try node.withFD { (fd) throws(Errno) in
+                        try Backing.getxattr(fd, backing, into: UnsafeMutableRawBufferPointer(start: nil, count: 0))
+                    }, [])
                 }
                 var value = [UInt8](repeating: 0, count: capacity)
                 let count = try value.withUnsafeMutableBytes { buffer in
-                    Result { () throws(Errno) in try Backing.getxattr(node.fd, backing, into: buffer) }
+                    Result { () throws(Errno) in try node.withFD { (fd) throws(Errno) in try Backing.getxattr(fd, backing, into: buffer) } }
                 }.get()
                 return (count, value)
             }
@@ -85,11 +87,11 @@ extension SandboxFileSystem {
             // Read the backing list (it may grow between the two calls).
             var raw: [CChar] = []
             while true {
-                let size = try Backing.listxattr(node.fd, into: UnsafeMutableBufferPointer(start: nil, count: 0))
+                let size = try node.withFD { (fd) throws(Errno) in try Backing.listxattr(fd, into: UnsafeMutableBufferPointer(start: nil, count: 0)) }
                 raw = [CChar](repeating: 0, count: max(size, 1))
                 do {
                     let count = try raw.withUnsafeMutableBufferPointer { b in
-                        Result { () throws(Errno) in try Backing.listxattr(node.fd, into: b) }
+                        Result { () throws(Errno) in try node.withFD { (fd) throws(Errno) in try Backing.listxattr(fd, into: b) } }
                     }.get()
                     raw.removeLast(raw.count - count)
                     break
@@ -127,7 +129,7 @@ extension SandboxFileSystem {
         if node.isSymlink { reply.error(.noData); return }
         do {
             try withCString(XattrNames.backingName(for: visible)) { (backing) throws(Errno) in
-                try Backing.removexattr(node.fd, backing)
+                try node.withFD { (fd) throws(Errno) in try Backing.removexattr(fd, backing) }
             }
             reply.ok()
         } catch {

@@ -8,8 +8,9 @@ import SystemPackage
 import Foundation
 
 /// The container file system: a passthrough of the backing directory in
-/// the manner of libfuse's passthrough_hp (one O_PATH descriptor per node,
-/// every backing call an `*at()` call relative to one), with every change
+/// the manner of libfuse's passthrough_hp (every backing call an `*at()`
+/// call relative to a node's O_PATH descriptor, which a node holds only
+/// while it is in the `DescriptorCache`), with every change
 /// first put to `SandboxPolicy`. Its operations live in the extensions
 /// beside this file, grouped by what they touch.
 public final class SandboxFileSystem: FileSystemOperations {
@@ -37,7 +38,6 @@ public final class SandboxFileSystem: FileSystemOperations {
         do { rootStat = try Backing.stat(rootFD) } catch {
             throw MountError.backingMissing(path: configuration.backing, errno: error.rawValue)
         }
-        nodes = NodeTable(root: Node(fd: rootFD, stat: rootStat, zone: .root))
         if let bundle = configuration.bundleOverride {
             do { bundleRoot = try Backing.openRoot(bundle) } catch {
                 throw MountError.bundleMissing(path: bundle, errno: error.rawValue)
@@ -45,6 +45,10 @@ public final class SandboxFileSystem: FileSystemOperations {
         } else {
             bundleRoot = nil
         }
+        var roots = [(fd: rootFD, path: configuration.backing)]
+        if let bundleRoot, let bundle = configuration.bundleOverride { roots.append((bundleRoot, bundle)) }
+        let cache = DescriptorCache(capacity: configuration.descriptorCacheSize ?? DescriptorCache.defaultCapacity(), roots: roots)
+        nodes = NodeTable(rootFD: rootFD, stat: rootStat, cache: cache)
         bundleName = configuration.layout.bundleName
         denials = try DenialLog(file: configuration.denialLogFile)
     }
@@ -104,7 +108,7 @@ public final class SandboxFileSystem: FileSystemOperations {
         if parent === nodes.root, let bundleRoot, String(cString: name) == bundleName {
             fd = try Backing.openPath(in: bundleRoot, ".")
         } else {
-            fd = try Backing.openPath(in: parent.fd, name)
+            fd = try parent.withFD { (folder) throws(Errno) in try Backing.openPath(in: folder, name) }
         }
         let attributes: stat
         do { attributes = try Backing.stat(fd) } catch {
@@ -124,12 +128,14 @@ public final class SandboxFileSystem: FileSystemOperations {
         let caller = request.caller
         // The driver's own identity is root's: nothing to change.
         if caller.uid == 0 && caller.gid == 0 { return false }
-        let parentStat = try Backing.stat(parent.fd)
-        let inheritsGroup = parentStat.st_mode & S_ISGID != 0
-        let gid = inheritsGroup ? gid_t.max : caller.gid
-        if caller.uid == 0 && (inheritsGroup || caller.gid == 0) { return false }
-        try Backing.chown(in: parent.fd, name, uid: caller.uid, gid: gid)
-        return true
+        return try parent.withFD { (folder) throws(Errno) in
+            let parentStat = try Backing.stat(folder)
+            let inheritsGroup = parentStat.st_mode & S_ISGID != 0
+            let gid = inheritsGroup ? gid_t.max : caller.gid
+            if caller.uid == 0 && (inheritsGroup || caller.gid == 0) { return false }
+            try Backing.chown(in: folder, name, uid: caller.uid, gid: gid)
+            return true
+        }
     }
 
     // MARK: Paths, for denial lines and escape checks (cold paths only)
@@ -137,8 +143,7 @@ public final class SandboxFileSystem: FileSystemOperations {
     /// The backing path of a node's file, from /proc.
     func backingPath(of node: Node) -> String {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let link = "/proc/self/fd/\(node.fd)"
-        let count = Glibc.readlink(link, &buffer, buffer.count - 1)
+        let count = (try? node.withFD { (fd) throws(Errno) in Glibc.readlink("/proc/self/fd/\(fd)", &buffer, buffer.count - 1) }) ?? -1
         guard count > 0 else { return "?" }
         return String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
@@ -173,7 +178,8 @@ extension SandboxFileSystem {
     func forgetEntries(below folder: Node) {
         guard let session = session.withLock({ $0 }) else { return }
         let id = folder.id
-        guard let fd = try? Backing.openDirectory(folder.fd), let stream = DirectoryStream(fd: fd) else { return }
+        guard let fd = try? folder.withFD({ (fd) throws(Errno) in try Backing.openDirectory(fd) }),
+              let stream = DirectoryStream(fd: fd) else { return }
         var names: [String] = []
         let folderZone = folder.zone
         _ = stream.forEach(from: 0) { name, _, _, _ in
@@ -181,7 +187,7 @@ extension SandboxFileSystem {
             names.append(String(cString: name))
             // Children the kernel holds get their new zone at once; deeper
             // ones when the kernel looks them up again.
-            if let childStat = try? Backing.stat(in: folder.fd, name), let child = nodes.existing(InodeKey(childStat)) {
+            if let childStat = try? Backing.stat(in: fd, name), let child = nodes.existing(InodeKey(childStat)) {
                 child.zone = configuration.layout.zone(ofChild: String(cString: name), in: folderZone)
             }
             return true

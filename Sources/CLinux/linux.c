@@ -2,7 +2,10 @@
 #include "clinux.h"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdio.h>
+#include <string.h>
+#include <errno.h>
 #include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -69,3 +72,40 @@ int asfs_lsetxattr(const char *path, const char *name, const void *value, size_t
 }
 ssize_t asfs_llistxattr(const char *path, char *list, size_t size) { return llistxattr(path, list, size); }
 int asfs_lremovexattr(const char *path, const char *name) { return lremovexattr(path, name); }
+
+// MAX_HANDLE_SZ: the largest handle any file system makes.
+enum { asfs_handle_max = 128 };
+
+int asfs_name_to_handle(int fd, unsigned char *bytes, size_t capacity, size_t *length, int *type, int *mount_id) {
+    union {
+        struct file_handle handle;
+        unsigned char space[sizeof(struct file_handle) + asfs_handle_max];
+    } buffer;
+    buffer.handle.handle_bytes = asfs_handle_max;
+    if (name_to_handle_at(fd, "", &buffer.handle, mount_id, AT_EMPTY_PATH) != 0) return -1;
+    if (buffer.handle.handle_bytes > capacity) {
+        errno = EOVERFLOW;
+        return -1;
+    }
+    memcpy(bytes, buffer.handle.f_handle, buffer.handle.handle_bytes);
+    *length = buffer.handle.handle_bytes;
+    *type = buffer.handle.handle_type;
+    return 0;
+}
+
+int asfs_open_by_handle(int mount_fd, const unsigned char *bytes, size_t length, int type, int flags) {
+    union {
+        struct file_handle handle;
+        unsigned char space[sizeof(struct file_handle) + asfs_handle_max];
+    } buffer;
+    if (length > asfs_handle_max) {
+        errno = EINVAL;
+        return -1;
+    }
+    buffer.handle.handle_bytes = (unsigned int)length;
+    buffer.handle.handle_type = type;
+    memcpy(buffer.handle.f_handle, bytes, length);
+    return open_by_handle_at(mount_fd, &buffer.handle, flags);
+}
+
+void asfs_malloc_trim(void) { malloc_trim(0); }

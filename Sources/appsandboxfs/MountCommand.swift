@@ -68,6 +68,13 @@ struct MountCommand: ParsableCommand {
     @Option(help: "Worker threads serving requests.")
     var threads: Int = 10
 
+    /// Descriptors kept open for files the kernel knows; the others are
+    /// opened again from their file handles (default: a quarter of the
+    /// descriptor limit, at most 4096). Hidden: a tuning knob for tests and
+    /// measurements, not part of the documented interface.
+    @Option(help: .hidden)
+    var descriptorCache: Int?
+
     /// Internal: the descriptor a background parent waits on for "ready".
     @Option(help: .hidden)
     var readyFD: Int32?
@@ -113,6 +120,7 @@ struct MountCommand: ParsableCommand {
         configuration.entryTimeout = cacheTimeout
         configuration.attributeTimeout = cacheTimeout
         configuration.maxThreads = threads
+        configuration.descriptorCacheSize = descriptorCache
         configuration.writebackCache = writeback
         configuration.passthrough = passthrough
         configuration.keepCache = keepCache

@@ -48,5 +48,13 @@ int asfs_lremovexattr(const char *path, const char *name);
 /// Path of a descriptor in /proc/self/fd, for the calls that have no *at()
 /// form taking an O_PATH descriptor (xattrs, open of an O_PATH fd).
 void asfs_proc_fd_path(int fd, char *buffer, size_t size);
+/// name_to_handle_at(fd, "", AT_EMPTY_PATH) into `bytes` (at most
+/// `capacity`), with the handle's length, type and mount id. struct
+/// file_handle has a flexible array member, which Swift cannot build.
+int asfs_name_to_handle(int fd, unsigned char *bytes, size_t capacity, size_t *length, int *type, int *mount_id);
+/// malloc_trim(0): free memory of every arena back to the system.
+void asfs_malloc_trim(void);
+/// open_by_handle_at for a handle made by asfs_name_to_handle.
+int asfs_open_by_handle(int mount_fd, const unsigned char *bytes, size_t length, int type, int flags);
 
 #endif
