@@ -118,7 +118,8 @@ extension SandboxFileSystem {
                 _ = try check(fchmod(fd, mode & 0o7777))
                 attributes = try Backing.stat(node.fd)
             }
-            reply.created(entry(for: node, stat: attributes), handle: FileHandle(rawValue: UInt64(fd)), options: openOptions(descriptor: fd))
+            reply.created(entry(for: node, stat: attributes), handle: FileHandle(rawValue: UInt64(fd)),
+                          options: openOptions(request, node: node.id, flags: flags, descriptor: fd))
         } catch {
             Backing.close(fd)
             reply.error(error)
