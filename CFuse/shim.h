@@ -78,6 +78,7 @@ static const int cfuse_SET_ATTR_CTIME = FUSE_SET_ATTR_CTIME;
 
 #define CFUSE_INIT_EXT (1u << 30)
 #define CFUSE_WRITEBACK_CACHE (1u << 16)
+#define CFUSE_HANDLE_KILLPRIV_V2 (1u << 28)
 /// FUSE_PASSTHROUGH is bit 37 of the 64-bit flags: bit 5 of flags2.
 #define CFUSE_PASSTHROUGH_FLAGS2 (1u << 5)
 #define CFUSE_FOPEN_PASSTHROUGH (1u << 7)
@@ -146,8 +147,11 @@ static inline uint64_t cfuse_reply_unique(const struct iovec *iov, int count) {
 /// Sends libfuse's INIT reply, gathered from `iov`, also granting
 /// passthrough (backing files one level deep) unless the reply is an error,
 /// too short, or asks for the writeback cache, which the kernel will not
-/// combine with passthrough. `*granted` says which.
-static inline ssize_t cfuse_send_init_reply(int fd, const struct iovec *iov, int count, int *granted) {
+/// combine with passthrough. With `killPrivV2` it also takes over clearing
+/// set-ID bits and capabilities (FUSE_HANDLE_KILLPRIV_V2), which spares the
+/// check before every passthrough write. `*granted`: bit 0 passthrough,
+/// bit 1 that too.
+static inline ssize_t cfuse_send_init_reply(int fd, const struct iovec *iov, int count, int killPrivV2, int *granted) {
     *granted = 0;
     char buffer[sizeof(struct cfuse_out_header) + sizeof(struct cfuse_init_out)];
     size_t total = 0;
@@ -163,9 +167,10 @@ static inline ssize_t cfuse_send_init_reply(int fd, const struct iovec *iov, int
     init.flags |= CFUSE_INIT_EXT;
     init.flags2 |= CFUSE_PASSTHROUGH_FLAGS2;
     init.max_stack_depth = 1;
+    if (killPrivV2) init.flags |= CFUSE_HANDLE_KILLPRIV_V2;
     memcpy(buffer + sizeof header, &init, sizeof init);
     ssize_t written = write(fd, buffer, sizeof buffer);
-    if (written == (ssize_t)sizeof buffer) *granted = 1;
+    if (written == (ssize_t)sizeof buffer) *granted = 1 | (killPrivV2 ? 2 : 0);
     return written;
 }
 

@@ -23,6 +23,10 @@ public struct MountConfiguration: Sendable {
     /// combine with it; each open falls back to plain requests when the
     /// kernel or the driver's privileges refuse.
     public var passthrough = true
+    /// With passthrough, take over clearing set-ID bits from the kernel
+    /// (FUSE_HANDLE_KILLPRIV_V2), which spares a GETXATTR round trip before
+    /// each passthrough write. Off only to compare.
+    public var killPrivV2 = true
     /// Whether opens ask for passthrough.
     public var usesPassthrough: Bool { passthrough && !writebackCache }
     public var maxThreads = 10

@@ -42,20 +42,10 @@ extension SandboxFileSystem {
             // the driver (atomic O_TRUNC), and the driver's own open, as
             // root, clears nothing.
             if flags.truncates && request.caller.uid != 0 { Self.dropSetIDBits(fd) }
-            reply.opened(FileHandle(rawValue: UInt64(fd)), options: openOptions(descriptor: fd))
+            reply.opened(FileHandle(rawValue: UInt64(fd)), options: openOptions(request, node: id, flags: flags, descriptor: fd))
         } catch {
             reply.error(error)
         }
-    }
-
-    /// What a write or truncation by a caller without CAP_FSETID does to
-    /// the mode: S_ISUID goes, S_ISGID too if the group may execute.
-    static func dropSetIDBits(_ fd: Int32) {
-        guard let now = try? Backing.stat(fd) else { return }
-        var mode = now.st_mode & 0o7777
-        if mode & S_ISUID != 0 { mode &= ~S_ISUID }
-        if mode & (S_ISGID | S_IXGRP) == S_ISGID | S_IXGRP { mode &= ~S_ISGID }
-        if mode != now.st_mode & 0o7777 { _ = fchmod(fd, mode) }
     }
 
     public func read(_ request: Request, node: NodeID, handle: FileHandle, offset: off_t, size: Int, reply: consuming ReplyData) {
@@ -70,7 +60,9 @@ extension SandboxFileSystem {
             return
         }
         do {
-            reply.written(try Backing.pwrite(descriptor(handle), data, at: offset))
+            let written = try Backing.pwrite(descriptor(handle), data, at: offset)
+            if mustClearSetIDBits(request) { Self.dropSetIDBits(descriptor(handle)) }
+            reply.written(written)
         } catch {
             reply.error(error)
         }
@@ -103,6 +95,7 @@ extension SandboxFileSystem {
         }
         do {
             try Backing.fallocate(descriptor(handle), mode: mode, offset: offset, length: length)
+            if mustClearSetIDBits(request) { Self.dropSetIDBits(descriptor(handle)) }
             reply.ok()
         } catch {
             reply.error(error)
@@ -118,9 +111,11 @@ extension SandboxFileSystem {
             return
         }
         do {
-            reply.written(try Backing.copyFileRange(from: descriptor(sourceHandle), at: sourceOffset,
+            let written = try Backing.copyFileRange(from: descriptor(sourceHandle), at: sourceOffset,
                                                     to: descriptor(destinationHandle), at: destinationOffset,
-                                                    length: length, flags: flags))
+                                                    length: length, flags: flags)
+            if mustClearSetIDBits(request) { Self.dropSetIDBits(descriptor(destinationHandle)) }
+            reply.written(written)
         } catch {
             reply.error(error)
         }

@@ -124,7 +124,8 @@ extension SandboxFileSystem {
                 _ = try check(fchmod(fd, mode & 0o7777))
                 attributes = try node.withFD { (fd) throws(Errno) in try Backing.stat(fd) }
             }
-            reply.created(entry(for: node, stat: attributes), handle: FileHandle(rawValue: UInt64(fd)), options: openOptions(descriptor: fd))
+            reply.created(entry(for: node, stat: attributes), handle: FileHandle(rawValue: UInt64(fd)),
+                          options: openOptions(request, node: node.id, flags: flags, descriptor: fd))
         } catch {
             Backing.close(fd)
             reply.error(error)

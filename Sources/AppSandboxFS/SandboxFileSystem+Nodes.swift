@@ -55,6 +55,9 @@ extension SandboxFileSystem {
                 }
                 if let size = changes.size {
                     if let openFD { _ = try check(ftruncate(openFD, size)) } else { try Backing.truncate(nodeFD, size: size) }
+                    if changes.mode == nil && mustClearSetIDBits(request) {
+                        if let openFD { Self.dropSetIDBits(openFD) } else { Self.dropSetIDBits(node: nodeFD) }
+                    }
                 }
                 if changes.accessTime != nil || changes.modificationTime != nil {
                     let times = (Self.timespec(changes.accessTime), Self.timespec(changes.modificationTime))

@@ -7,9 +7,9 @@ import SystemPackage
 final class FileSystemBox: Sendable {
     let fileSystem: any FileSystemOperations
     let passthrough: PassthroughChannel
-    init(_ fileSystem: any FileSystemOperations, passthrough: Bool) {
+    init(_ fileSystem: any FileSystemOperations, passthrough: Bool, killPrivV2: Bool) {
         self.fileSystem = fileSystem
-        self.passthrough = PassthroughChannel(wanted: passthrough)
+        self.passthrough = PassthroughChannel(wanted: passthrough, killPrivV2: killPrivV2)
     }
 }
 

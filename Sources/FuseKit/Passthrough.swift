@@ -31,6 +31,7 @@ final class PassthroughChannel: Sendable {
         var initUnique: UInt64 = 0
         var offered = false
         var granted = false
+        var killPrivV2 = false
         /// The kernel refused a registration (not root, stacking, ...): later
         /// opens of nodes without a backing id stay plain.
         var refused = false
@@ -40,18 +41,33 @@ final class PassthroughChannel: Sendable {
 
     /// Whether the file system asked for passthrough (fixed before mount).
     let wanted: Bool
+    /// Whether to take FUSE_HANDLE_KILLPRIV_V2 along with passthrough.
+    let wantsKillPrivV2: Bool
     private let state = Mutex(State())
     /// Until INIT is answered, replies are checked for it; after, not at all.
     private let awaitingInit = Atomic<Bool>(false)
 
-    init(wanted: Bool) { self.wanted = wanted }
+    init(wanted: Bool, killPrivV2: Bool) {
+        self.wanted = wanted
+        self.wantsKillPrivV2 = killPrivV2
+    }
 
     /// Whether the kernel accepted passthrough for this connection.
     var granted: Bool { state.withLock { $0.granted } }
 
+    /// Whether the kernel left clearing set-ID bits on write, truncate and
+    /// open(O_TRUNC) to the server (FUSE_HANDLE_KILLPRIV_V2 granted).
+    var killPrivV2: Bool { state.withLock { $0.killPrivV2 } }
+
     func attach(device: Int32) {
         state.withLock { $0.device = device }
         awaitingInit.store(true, ordering: .releasing)
+    }
+
+    /// Whether `node` has passthrough handles open: the kernel then fails
+    /// (EIO) any open of it that does not name its backing id.
+    func hasBacking(node: UInt64) -> Bool {
+        state.withLock { $0.nodes[node] != nil }
     }
 
     /// A backing id for a new handle of `node` reading and writing
@@ -113,9 +129,12 @@ final class PassthroughChannel: Sendable {
         awaitingInit.store(false, ordering: .releasing)
         guard offered else { return writev(fd, iov, count) }
         var granted: Int32 = 0
-        let written = cfuse_send_init_reply(fd, iov, count, &granted)
+        let written = cfuse_send_init_reply(fd, iov, count, wantsKillPrivV2 ? 1 : 0, &granted)
         let saved = errno
-        state.withLock { $0.granted = granted != 0 }
+        state.withLock {
+            $0.granted = granted & 1 != 0
+            $0.killPrivV2 = granted & 2 != 0
+        }
         errno = saved
         return written
     }

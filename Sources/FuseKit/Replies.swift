@@ -27,6 +27,24 @@ public struct Request: @unchecked Sendable {
         return Array(groups.prefix(Int(min(count, Int32(limit)))))
     }
 
+    /// Whether the kernel leaves clearing set-user-ID and set-group-ID bits
+    /// to the file system (FUSE_HANDLE_KILLPRIV_V2): on WRITE, on SETATTR
+    /// with a size and on open with O_TRUNC by a caller without CAP_FSETID,
+    /// and it cannot see writes through passthrough at all. chown is not
+    /// concerned: the backing chown clears them itself.
+    public var serverClearsSetIDBits: Bool {
+        Unmanaged<FileSystemBox>.fromOpaque(fuse_req_userdata(raw)!).takeUnretainedValue().passthrough.killPrivV2
+    }
+
+    /// Whether `node` has handles open in passthrough. While it has, the
+    /// kernel fails (EIO) an open of it answered without passthrough; while
+    /// it has not, an open answered with `OpenOptions.directIO` and no
+    /// backing descriptor stands beside later passthrough opens.
+    public func hasPassthroughHandles(_ node: NodeID) -> Bool {
+        Unmanaged<FileSystemBox>.fromOpaque(fuse_req_userdata(raw)!).takeUnretainedValue().passthrough
+            .hasBacking(node: node.rawValue)
+    }
+
     /// Whether the kernel has withdrawn the request (the caller was interrupted).
     public var isInterrupted: Bool { fuse_req_interrupted(raw) != 0 }
 }

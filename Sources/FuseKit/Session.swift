@@ -21,14 +21,17 @@ public final class FuseSession: @unchecked Sendable {
     /// `options` are mount options as for `-o` (allow_other, fsname=...).
     /// `passthrough`: offer the kernel's FUSE passthrough to opens that give
     /// `OpenOptions.backingDescriptor` (see `PassthroughChannel`).
+    /// `killPrivV2`: with passthrough, also take over clearing set-ID bits
+    /// (see `Request.serverClearsSetIDBits`), which spares the kernel a
+    /// GETXATTR round trip before every passthrough write.
     public init(fileSystem: any FileSystemOperations, options: [String], debug: Bool = false,
-                passthrough: Bool = false) throws {
+                passthrough: Bool = false, killPrivV2: Bool = true) throws {
         var arguments = ["appsandboxfs"]
         if !options.isEmpty { arguments += ["-o", options.joined(separator: ",")] }
         if debug { arguments.append("-d") }
         var cStrings: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) }
         defer { cStrings.forEach { free($0) } }
-        let box = Unmanaged.passRetained(FileSystemBox(fileSystem, passthrough: passthrough))
+        let box = Unmanaged.passRetained(FileSystemBox(fileSystem, passthrough: passthrough, killPrivV2: killPrivV2))
         var ops = makeOperationTable()
         // libfuse explains a refusal on standard error; catch it so the
         // caller can say it in one line of its own.
@@ -105,6 +108,9 @@ public final class FuseSession: @unchecked Sendable {
 
     /// Whether the kernel took up passthrough at INIT (false before INIT).
     public var passthroughGranted: Bool { box.takeUnretainedValue().passthrough.granted }
+
+    /// Whether the kernel took up FUSE_HANDLE_KILLPRIV_V2 at INIT.
+    public var killPrivV2Granted: Bool { box.takeUnretainedValue().passthrough.killPrivV2 }
 
     /// Detaches the mount (idempotent).
     public func unmount() {

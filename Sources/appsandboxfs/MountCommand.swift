@@ -62,6 +62,11 @@ struct MountCommand: ParsableCommand {
           help: "Let the kernel read and write open files' backing files directly (FUSE passthrough; needs root and Linux 6.9+, off with --writeback).")
     var passthrough = true
 
+    /// To compare: with passthrough, leave clearing set-ID bits to the
+    /// kernel, at a GETXATTR round trip per passthrough write.
+    @Flag(name: .customLong("killpriv-v2"), inversion: .prefixedNo, help: .hidden)
+    var killPrivV2 = true
+
     @Flag(inversion: .prefixedNo, help: "Keep the kernel's page cache of a file across opens.")
     var keepCache = true
 
@@ -123,6 +128,7 @@ struct MountCommand: ParsableCommand {
         configuration.descriptorCacheSize = descriptorCache
         configuration.writebackCache = writeback
         configuration.passthrough = passthrough
+        configuration.killPrivV2 = killPrivV2
         configuration.keepCache = keepCache
 
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
@@ -139,7 +145,7 @@ struct MountCommand: ParsableCommand {
             let mountOptions = ["allow_other", "default_permissions", "fsname=\(backingPath)", "subtype=appsandboxfs"]
                 + options.flatMap { $0.split(separator: ",").map(String.init) }
             session = try FuseSession(fileSystem: fileSystem, options: mountOptions, debug: debug,
-                                      passthrough: configuration.usesPassthrough)
+                                      passthrough: configuration.usesPassthrough, killPrivV2: configuration.killPrivV2)
         } catch {
             Daemon.reportFailure("\(error)", readyFD: readyFD)
             throw ExitCode(1)

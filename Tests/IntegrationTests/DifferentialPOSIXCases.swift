@@ -1240,6 +1240,20 @@ extension POSIXCases {
 
 extension POSIXCases {
     static let xattrs: [POSIXCase] = [
+        // A v2 security.capability value (cap_net_bind_service=ep). A write
+        // removes it; the second round writes before the capability is set,
+        // after the kernel marked the file as having nothing to remove.
+        POSIXCase("write_removes_file_capabilities", #"""
+            open 1 f creat|rdwr
+            setxattr f security.capability "\x01\x00\x00\x02\x00\x04\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00" => ok
+            getxattr f security.capability => ok 20
+            pwrite 1 "x" 0            => ok 1
+            getxattr f security.capability => err ENODATA
+            pwrite 1 "y" 4096         => ok 1
+            fsetxattr 1 security.capability "\x01\x00\x00\x02\x00\x04\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00" => ok
+            pwrite 1 "z" 8192         => ok 1
+            fgetxattr 1 security.capability => err ENODATA
+            """#),
         POSIXCase("xattr_set_get_list_remove", #"""
             open 1 f creat
             setxattr f user.one "1"   => ok
@@ -1904,6 +1918,114 @@ extension POSIXCases {
             open 1 f rdwr             => ok
             ftruncate 1 100           => ok
             fstat 1 mode size         => ok mode=0775 size=100
+            """#),
+        // With passthrough the session takes FUSE_HANDLE_KILLPRIV_V2, and
+        // the kernel leaves all of these to the driver.
+        POSIXCase("perm_write_with_reader_open_clears_setuid_setgid",
+                  setup: #"""
+                    open 1 f creat|wronly
+                    write 1 "0123456789"
+                    chown f 0 65534
+                    chmod f 6775
+                    """#,
+                  asUser: nobody, #"""
+            open 1 f rdonly           => ok
+            open 2 f wronly           => ok
+            pwrite 2 "ab" 2           => ok 2
+            fstat 2 mode              => ok mode=0775
+            pread 1 10 0              => ok 10 "01ab456789"
+            chmod f 6775              => err EPERM
+            """#),
+        POSIXCase("perm_write_then_reader_open_clears_setuid_setgid",
+                  setup: #"""
+                    open 1 f creat|wronly
+                    write 1 "0123456789"
+                    chown f 0 65534
+                    chmod f 6775
+                    """#,
+                  asUser: nobody, #"""
+            open 2 f wronly           => ok
+            fstat 2 mode              => ok mode=6775
+            open 1 f rdonly           => ok
+            pwrite 2 "ab" 2           => ok 2
+            fstat 2 mode              => ok mode=0775
+            pread 1 10 0              => ok 10 "01ab456789"
+            open 3 f rdwr             => ok
+            pwrite 3 "cd" 4           => ok 2
+            pread 1 10 0              => ok 10 "01abcd6789"
+            """#),
+        POSIXCase("perm_mmap_write_of_setuid_file_by_nonroot",
+                  setup: #"""
+                    open 1 f creat|wronly
+                    write 1 "0123456789"
+                    chown f 65534 65534
+                    chmod f 4755
+                    """#,
+                  asUser: nobody,
+                  knownDifference: "a non-root open for writing of a set-ID file gets a direct I/O handle (its writes must reach the driver, which clears the bits), and the kernel refuses MAP_SHARED on those: ENODEV",
+                  #"""
+            open 1 f rdwr             => ok
+            mmap_write 1 0 "ab"       => ok
+            pread 1 4 0               => ok 4 "ab23"
+            fstat 1 mode
+            """#),
+        POSIXCase("perm_write_by_owner_clears_setuid_after_chmod",
+                  setup: #"""
+                    open 1 f creat
+                    chown f 65534 65534
+                    """#,
+                  asUser: nobody, #"""
+            open 1 f wronly           => ok
+            write 1 "first"           => ok 5
+            close 1
+            chmod f 6775              => ok
+            open 2 f rdwr             => ok
+            write 2 "second"          => ok 6
+            fstat 2 mode              => ok mode=0775
+            chmod f 4755
+            truncate f 0              => ok
+            stat f mode               => ok mode=0755
+            """#),
+        POSIXCase("perm_create_setuid_then_write_clears_it",
+                  setup: #"""
+                    mkdir d
+                    chown d 65534 65534
+                    """#,
+                  asUser: nobody, #"""
+            umask 0
+            open 1 d/f creat|wronly 4755 => ok
+            fstat 1 mode              => ok mode=4755
+            write 1 "x"               => ok 1
+            fstat 1 mode              => ok mode=0755
+            """#),
+        POSIXCase("perm_fallocate_and_copy_file_range_by_nonroot_clear_setuid",
+                  setup: #"""
+                    open 1 f creat
+                    open 2 g creat|wronly
+                    write 2 "source"
+                    chown f 65534 65534
+                    chown g 65534 65534
+                    chmod f 4755
+                    """#,
+                  asUser: nobody, #"""
+            open 1 f rdwr             => ok
+            fallocate 1 0 0 8192      => ok
+            fstat 1 mode size         => ok mode=0755 size=8192
+            fchmod 1 4755             => ok
+            open 2 g rdonly           => ok
+            copy_file_range 2 1 6 0 0 => ok 6
+            fstat 1 mode              => ok mode=0755
+            """#),
+        POSIXCase("perm_chown_by_owner_clears_setuid_setgid",
+                  setup: #"""
+                    open 1 f creat
+                    chown f 65534 0
+                    chmod f 6775
+                    """#,
+                  asUser: nobody, #"""
+            stat f mode gid           => ok mode=6775 gid=0
+            chown f 65534 65534       => ok
+            stat f mode gid           => ok mode=0775 gid=65534
             """#),
         POSIXCase("perm_folder_search_and_read",
                   setup: #"""

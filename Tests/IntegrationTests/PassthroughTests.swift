@@ -156,4 +156,35 @@ struct PassthroughTests {
             #expect(Self.requests("WRITE", in: text) > 0)
         }
     }
+    /// Writes `count` 4 KiB blocks to a new file through one handle and
+    /// returns the GETXATTR and WRITE requests the driver saw meanwhile.
+    static func requestsFor4kWrites(_ count: Int, extraArguments: [String]) throws -> (getxattr: Int, write: Int) {
+        try withMountedContainer(extraArguments: ["--debug"] + extraArguments) { mounted in
+            let path = try mounted.scratch() + "/blocks.bin"
+            let fd = open(path, O_WRONLY | O_CREAT, 0o644)
+            try #require(fd >= 0)
+            let before = mounted.stderrText().count
+            let block = Self.pattern(4096, seed: 9)
+            for index in 0..<count {
+                #expect(block.withUnsafeBytes { pwrite(fd, $0.baseAddress, 4096, off_t(index * 4096)) } == 4096)
+            }
+            let log = String(mounted.stderrText().dropFirst(before))
+            close(fd)
+            return (Self.requests("GETXATTR", in: log), Self.requests("WRITE", in: log))
+        }
+    }
+
+    @Test("With passthrough, 256 writes of 4 KiB cost at most a couple of GETXATTR requests, not one each (FUSE_HANDLE_KILLPRIV_V2)")
+    func noPrivilegeCheckPerWrite() throws {
+        let counts = try Self.requestsFor4kWrites(256, extraArguments: [])
+        #expect(counts.write == 0)
+        #expect(counts.getxattr <= 2)
+    }
+
+    @Test("--no-killpriv-v2 (to compare): the kernel asks GETXATTR security.capability before every passthrough write")
+    func privilegeCheckPerWriteWithoutV2() throws {
+        let counts = try Self.requestsFor4kWrites(256, extraArguments: ["--no-killpriv-v2"])
+        #expect(counts.write == 0)
+        #expect(counts.getxattr >= 256)
+    }
 }
