@@ -19,9 +19,55 @@
 #
 # The tests themselves are built normally (swift build --build-tests), in
 # $SCRATCH (default .build, the same as test.sh, so a CI run reuses it); the
-# sanitized drivers in .build-asan and .build-tsan.
+# sanitized drivers in .build-asan and .build-tsan. Each step says how long
+# it took.
+#
+# Whatever happens (a failure, Ctrl-C), nothing is left running: drivers of
+# the sanitized builds still alive at the end (a test killed half-way) are
+# stopped and their mounts detached, and a report folder with no report in
+# it is removed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+step() {    # step SECONDS-AT-START WHAT
+    echo "sanitizers: $2 took $((SECONDS - $1)) s"
+}
+
+logs=""
+keep_logs=0
+drivers=()
+# Stops what a test left of a sanitized driver: SIGTERM (the driver
+# unmounts and empties tmp), then SIGKILL and a lazy unmount of its own
+# mount (found by backing folder and mountpoint, `mount BACKING MOUNTPOINT`).
+stop_leftover_drivers() {
+    local driver exe pid args i
+    for driver in "${drivers[@]}"; do
+        for exe in /proc/[0-9]*/exe; do
+            [ "$(readlink "$exe" 2>/dev/null)" = "$driver" ] || continue
+            pid=${exe#/proc/}; pid=${pid%/exe}
+            mapfile -d '' -t args < "/proc/$pid/cmdline" 2>/dev/null || continue
+            echo "sanitizers: stopping a driver left running: $pid ${args[*]}" >&2
+            kill -TERM "$pid" 2>/dev/null || continue
+            for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+            kill -0 "$pid" 2>/dev/null || continue
+            kill -KILL "$pid" 2>/dev/null || true
+            if [ "${args[1]:-}" = mount ] && [ ${#args[@]} -ge 4 ] \
+                && awk -v src="${args[2]}" -v mnt="${args[3]}" '$1 == src && $2 == mnt { found = 1 } END { exit !found }' /proc/mounts; then
+                fusermount3 -u -z "${args[3]}" 2>/dev/null || true
+            fi
+        done
+    done
+}
+
+cleanup() {
+    stop_leftover_drivers
+    if [ -n "$logs" ] && [ -d "$logs" ] && [ "$keep_logs" = 0 ] \
+        && [ -z "$(find "$logs" -name 'asan.*' -o -name 'tsan.*')" ]; then
+        rm -rf "$logs"
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 kinds=("$@")
 [ ${#kinds[@]} -gt 0 ] || kinds=(address thread)
@@ -29,7 +75,9 @@ scratch=${SCRATCH:-.build}
 filter=${SANITIZER_FILTER:-IntegrationTests}
 
 echo "sanitizers: building the tests ($scratch)"
+start=$SECONDS
 swift build --scratch-path "$scratch" --build-tests 2>&1 | tail -n 1
+step $start "building the tests"
 
 # Shorter long runs (see docs/reliability.md for what each one does).
 export FSX_OPS=${FSX_OPS:-4000}
@@ -49,23 +97,31 @@ for kind in "${kinds[@]}"; do
         *) echo "sanitizers: unknown sanitizer $kind (address or thread)" >&2; exit 64 ;;
     esac
     echo "sanitizers: building the driver with --sanitize $kind ($build)"
+    start=$SECONDS
     swift build --scratch-path "$build" --sanitize "$kind" --product appsandboxfs 2>&1 | tail -n 1
-    driver="$(swift build --scratch-path "$build" --show-bin-path)/appsandboxfs"
+    step $start "building the $kind driver"
+    driver="$(realpath "$(swift build --scratch-path "$build" --show-bin-path)")/appsandboxfs"
+    drivers+=("$driver")
 
     logs=$(mktemp -d /tmp/asfs-sanitizer-XXXXXX)
     chmod 1777 "$logs"    # some tests run the driver as uid 65534
     echo "sanitizers: integration tests against $driver (reports: $logs)"
     status=0
+    keep_logs=0
+    start=$SECONDS
     APPSANDBOXFS_BIN="$driver" \
     ASAN_OPTIONS="log_path=$logs/asan:detect_leaks=1:abort_on_error=0:allocator_may_return_null=1" \
     LSAN_OPTIONS="exitcode=0:suppressions=$PWD/mount-scripts/sanitizers-leaks.supp:print_suppressions=0" \
     TSAN_OPTIONS="log_path=$logs/tsan:halt_on_error=0:second_deadlock_stack=1" \
         swift test --scratch-path "$scratch" --skip-build --filter "$filter" > "$logs/swift-test.log" 2>&1 || status=$?
     tail -n 3 "$logs/swift-test.log"
+    step $start "the integration tests against the $kind driver"
+    stop_leftover_drivers
     if [ $status -ne 0 ]; then
         echo "sanitizers ($kind): the integration tests failed (exit $status); their output: $logs/swift-test.log" >&2
         grep -E '✘' "$logs/swift-test.log" | head -n 20 >&2 || true
         failed=1
+        keep_logs=1
     fi
     reports=$(find "$logs" -name 'asan.*' -o -name 'tsan.*' | sort)
     if [ -n "$reports" ]; then

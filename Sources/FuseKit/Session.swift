@@ -90,16 +90,12 @@ public final class FuseSession: @unchecked Sendable {
         }
     }
 
-    /// Serves requests on up to `maxThreads` worker threads until the mount
-    /// is gone or a signal asks to stop, then unmounts. Returns the loop's status.
+    /// Serves requests on `maxThreads` worker threads until the mount is
+    /// gone or a signal asks to stop, then unmounts. Returns 0, or the
+    /// negative errno that made reading the device fail.
     @discardableResult
-    public func run(maxThreads: Int, cloneDescriptor: Bool = false) -> Int32 {
-        let config = fuse_loop_cfg_create()
-        fuse_loop_cfg_set_max_threads(config, UInt32(maxThreads))
-        fuse_loop_cfg_set_idle_threads(config, UInt32(max(1, maxThreads / 2)))
-        fuse_loop_cfg_set_clone_fd(config, cloneDescriptor ? 1 : 0)
-        let status = fuse_session_loop_mt(session, config)
-        fuse_loop_cfg_destroy(config)
+    public func run(maxThreads: Int) -> Int32 {
+        let status = WorkerLoop(session: session, threadCount: maxThreads).run()
         // The handlers stay until the session goes: a second SIGTERM during
         // the owner's clean-up after the loop must not kill the process.
         unmount()

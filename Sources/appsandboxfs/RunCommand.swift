@@ -34,6 +34,9 @@ struct RunCommand: ParsableCommand {
             setenv(name, value, 1)
         }
         let arguments = command.map { strdup($0) } + [nil]
+        // Reached only when execvp fails: the exit that follows must not
+        // leave the copies behind (LeakSanitizer reports them).
+        defer { arguments.forEach { free($0) } }
         execvp(command[0], arguments)
         // Only reached when the command could not be started.
         let code = errno
