@@ -1,3 +1,4 @@
+import FuseKit
 import BackingStore
 import Glibc
 import SystemPackage

@@ -1,3 +1,4 @@
+import FuseKit
 import Glibc
 
 /// An open folder being listed: a `DIR` stream and where it stands. The

@@ -43,7 +43,7 @@ final class PassthroughChannel: Sendable {
     let wanted: Bool
     /// Whether to take FUSE_HANDLE_KILLPRIV_V2 along with passthrough.
     let wantsKillPrivV2: Bool
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Until INIT is answered, replies are checked for it; after, not at all.
     private let awaitingInit = Atomic<Bool>(false)
 

@@ -1,7 +1,8 @@
 import Glibc
 
 /// A value behind a pthread mutex, with the same `withLock` as
-/// `Synchronization.Mutex`.
+/// `Synchronization.Mutex`. Here because FuseKit's own state needs it, and
+/// the file system above uses the same one.
 ///
 /// Why not `Mutex`: on Linux it locks with atomics and futex calls inside
 /// the prebuilt Synchronization library, which ThreadSanitizer does not
@@ -9,12 +10,12 @@ import Glibc
 /// reported as a race. ThreadSanitizer intercepts pthread_mutex_lock and
 /// unlock, so with this lock its reports are real ones. Uncontended, a
 /// pthread mutex is the same futex fast path.
-final class Locked<Value>: @unchecked Sendable {
+public final class Locked<Value>: @unchecked Sendable {
     // The mutex must not move once initialized: it lives in its own allocation.
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private var value: Value
 
-    init(_ value: Value) {
+    public init(_ value: Value) {
         self.value = value
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
@@ -28,7 +29,7 @@ final class Locked<Value>: @unchecked Sendable {
     }
 
     /// Runs `body` with the value while holding the lock.
-    func withLock<Result, E: Error>(_ body: (inout Value) throws(E) -> Result) throws(E) -> Result {
+    public func withLock<Result, E: Error>(_ body: (inout Value) throws(E) -> Result) throws(E) -> Result {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&value)
