@@ -433,6 +433,11 @@ def bench_filesystem(on, log):
         return
     BENCH_ROOT.mkdir(parents=True, exist_ok=True)
     image, folder = BENCH_ROOT / "ext4.img", BENCH_ROOT / "ext4"
+    # A run killed before its clean-up leaves its ext4 mounted here; ours
+    # would sit on top of it and the end of the run could not remove the folder.
+    while folder.is_mount():
+        log(f"unmounting a file system left at {folder} by an earlier run")
+        run("umount", "-l", folder)
     image.unlink(missing_ok=True)
     run("truncate", "-s", f"{IMAGE_GIB}G", image)
     run("mkfs.ext4", "-q", "-F", image)
@@ -445,8 +450,13 @@ def bench_filesystem(on, log):
         try:
             yield folder
         finally:
-            run("umount", folder)
-            folder.rmdir()
+            # The results are in by now: a clean-up that fails says so and
+            # leaves the rest to bench/run.sh rather than losing them.
+            if subprocess.run(["umount", str(folder)]).returncode != 0:
+                log(f"could not unmount {folder}; bench/run.sh's clean-up will")
+            else:
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
     finally:
         run("losetup", "--detach", device)
         image.unlink(missing_ok=True)
