@@ -122,6 +122,8 @@ def per_operation(operations: int, counts: collections.Counter) -> str:
     # FORGET is sent in batches when the kernel drops inodes, never waited for.
     shown = [(op, n) for op, n in counts.most_common() if op not in ("FORGET", "BATCH_FORGET") and n / operations >= 0.05]
     total = sum(n for _, n in shown) / operations
+    if not shown:
+        return "0: none"
     return f"{total:.1f}: " + ", ".join(f"{op} {n / operations:.1f}".replace(".0", "") for op, n in shown)
 
 
