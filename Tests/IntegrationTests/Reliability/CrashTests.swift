@@ -205,6 +205,9 @@ def rename_file():
     if not synced: return write_file()
     old = synced.pop(rng.randrange(len(synced)))
     new = fresh()
+    # Tentative first: a driver killed after the backing rename but before
+    # its answer fails this call, yet the rename happened.
+    note('r\t%s\t%s' % (old, new))
     os.rename(P(old), P(new))
     note('R\t%s\t%s' % (old, new))
     synced.append(new)
@@ -212,6 +215,7 @@ def rename_file():
 def unlink_file():
     if len(synced) < 5: return write_file()
     rel = synced.pop(rng.randrange(len(synced)))
+    note('u\t%s' % rel)
     os.unlink(P(rel))
     note('U\t%s' % rel)
 
@@ -236,11 +240,17 @@ problems = []
 checked = 0
 for journal in journals:
     files, gone, logs = {}, set(), {}
+    pending = None   # a rename or unlink begun, not known to have returned
     with open(journal) as f:
         for line in f:
             fields = line.rstrip('\n').split('\t')
             if not fields[0]: continue
             kind = fields[0]
+            if kind in ('r', 'u'):
+                pending = fields
+                continue
+            if kind != 'E':
+                pending = None
             if kind == 'F':
                 files[fields[1]] = (fields[2], int(fields[3]))
             elif kind == 'R':
@@ -252,6 +262,23 @@ for journal in journals:
             elif kind == 'A':
                 logs[fields[1]] = (int(fields[2]), fields[3])
     keep = lambda rel: tmp_mode == 'with-tmp' or not rel.startswith('tmp/')
+    # The call the driver's death interrupted may or may not have been done:
+    # either state is right, the other names must not matter.
+    if pending and pending[0] == 'r' and pending[1] in files:
+        digest, size = files.pop(pending[1])
+        old, new = pending[1], pending[2]
+        if keep(old) and keep(new):
+            checked += 1
+            found = [rel for rel in (old, new) if os.path.lexists(os.path.join(base, rel))]
+            if len(found) != 1:
+                problems.append('%s -> %s (interrupted rename): found under %s' % (old, new, found or 'neither name'))
+            else:
+                with open(os.path.join(base, found[0]), 'rb') as f:
+                    got = f.read()
+                if len(got) != size or hashlib.sha256(got).hexdigest() != digest:
+                    problems.append('%s: %d bytes that differ from the %d fsynced' % (found[0], len(got), size))
+    elif pending and pending[0] == 'u':
+        files.pop(pending[1], None)
     for rel, (digest, size) in sorted(files.items()):
         if not keep(rel): continue
         checked += 1

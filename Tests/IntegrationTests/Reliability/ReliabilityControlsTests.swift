@@ -69,6 +69,16 @@ struct ReliabilityControlsTests {
         #expect(check(good + ["F\tDocuments/kept.bin\t\(digest("KEPT"))\t4"]) != 0, "changed bytes pass")
         #expect(check(good + ["A\tDocuments/log.bin\t8\t\(digest("abcdefgh"))"]) != 0, "a short log passes")
         #expect(check(good + ["R\tDocuments/kept.bin\tDocuments/moved.bin"]) != 0, "an undone rename passes")
+        // A rename the driver's death interrupted may have happened or not;
+        // the file must be under exactly one of the two names, intact.
+        let interrupted = ["r\tDocuments/kept.bin\tDocuments/moved.bin", "E\t1.0\tTransport endpoint is not connected on x"]
+        #expect(check(good + interrupted) == 0, "an interrupted rename not done is refused")
+        try writeFile(root + "/base/Documents/moved.bin", "kept")
+        #expect(check(good + interrupted) != 0, "a file under both names passes")
+        removeTree(root + "/base/Documents/kept.bin")
+        #expect(check(good + interrupted) == 0, "an interrupted rename that was done is refused")
+        removeTree(root + "/base/Documents/moved.bin")
+        #expect(check(good + interrupted) != 0, "a file under neither name passes")
     }
 }
 

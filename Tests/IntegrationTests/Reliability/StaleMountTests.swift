@@ -107,7 +107,8 @@ struct StaleMountTests {
             // mountpoint answers again (RulesMount.mountForeground would stop
             // waiting at once, seeing a mount there).
             try? r.mountForeground(["--recover"])
-            let deadline = monotonicNow() + 30
+            // Generous: a sanitized driver on a loaded machine is slow to start.
+            let deadline = monotonicNow() + 120
             func serving() -> Bool { r.isMounted && rulesStatfs(r.mountpoint) == 0 }
             while !serving() && monotonicNow() < deadline && r.waitForDriverExit(timeout: 0) == nil {
                 usleep(20_000)
