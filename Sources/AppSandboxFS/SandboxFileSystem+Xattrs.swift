@@ -22,7 +22,7 @@ extension SandboxFileSystem {
             return
         }
         let visible = name.string
-        if visible.hasPrefix("system.") { reply.error(.notSupported); return }
+        if visible.hasPrefix("system.") || visible == Self.selinuxName { reply.error(.notSupported); return }
         if privilegedNamespace(visible) && request.caller.uid != 0 { reply.error(.notPermitted); return }
         if visible == Self.capabilityName { node.hasNoCapability = false }
         // ext4 refuses user attributes on symbolic links.
@@ -48,7 +48,7 @@ extension SandboxFileSystem {
             return
         }
         let visible = name.string
-        if visible.hasPrefix("system.") { reply.error(.notSupported); return }
+        if visible.hasPrefix("system.") || visible == Self.selinuxName { reply.error(.notSupported); return }
         if node.isSymlink { reply.error(.noData); return }
         do {
             let capacity = reply.capacity
@@ -76,6 +76,10 @@ extension SandboxFileSystem {
     }
 
     static let capabilityName = "security.capability"
+    /// The mount carries no SELinux labels (where SELinux runs, the kernel
+    /// answers this name itself and never asks): ENOTSUP, not ENODATA, so
+    /// that `ls -l` remembers it per device instead of asking per entry.
+    static let selinuxName = "security.selinux"
 
     public func listxattr(_ request: Request, node id: NodeID, reply: consuming ReplyXattr) {
         let node = nodes.node(id)
@@ -124,7 +128,7 @@ extension SandboxFileSystem {
             return
         }
         let visible = name.string
-        if visible.hasPrefix("system.") { reply.error(.notSupported); return }
+        if visible.hasPrefix("system.") || visible == Self.selinuxName { reply.error(.notSupported); return }
         if privilegedNamespace(visible) && request.caller.uid != 0 { reply.error(.notPermitted); return }
         if node.isSymlink { reply.error(.noData); return }
         do {

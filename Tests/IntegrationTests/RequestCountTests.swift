@@ -41,4 +41,29 @@ struct RequestCountTests {
             #expect(readFileText(dir + "/link") == "here")
         }
     }
+
+    /// security.selinux answers ENOTSUP (get and set: the mount carries no
+    /// labels), so `ls -l` asks once per device, not once per entry; other
+    /// security. names (X3's tools, the capability check) work as before.
+    @Test("ls -l asks for security.selinux once, not per entry; other security. names still work")
+    func selinuxLabelIsUnsupported() throws {
+        try withMountedContainer(extraArguments: ["--debug"]) { mounted in
+            let dir = try mounted.scratch()
+            for i in 0..<40 { try writeFile(dir + "/f\(i)", "x") }
+            let before = Self.requests("GETXATTR", in: mounted.stderrText())
+            let listing = runProcess(["ls", "-l", dir], timeout: 30)
+            #expect(listing.status == 0)
+            let asked = Self.requests("GETXATTR", in: mounted.stderrText()) - before
+            #expect(asked <= 2, "ls -l of 40 files sent \(asked) GETXATTR requests")
+
+            let out = runFSProbe(in: dir, script: #"""
+                getxattr f0 security.selinux
+                setxattr f0 security.selinux "system_u:object_r:x_t:s0"
+                setxattr f0 security.other "kept"
+                getxattr f0 security.other
+                getxattr f0 user.unset
+                """#)
+            #expect(out.lines == ["err EOPNOTSUPP", "err EOPNOTSUPP", "ok", #"ok 4 "kept""#, "err ENODATA"], "\(out.lines)")
+        }
+    }
 }
