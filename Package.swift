@@ -46,7 +46,7 @@ let package = Package(
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         .executableTarget(name: "appsandboxfs", dependencies: [
-            "AppSandboxFS", "FuseKit", "SandboxPolicy", "BackingStore", "ContainerBackup",
+            "AppSandboxFS", "FuseKit", "SandboxPolicy", "BackingStore", "ContainerBackup", "CLinux",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "SystemPackage", package: "swift-system"),
