@@ -36,9 +36,10 @@ enum { forwarded_count = sizeof forwarded_signals / sizeof forwarded_signals[0] 
 
 // The process a signal handler passes signals on to: in `run`, the world's
 // init; in init, the command. A signal handler can reach nothing else (it
-// takes no argument), and each process sets it once before it unblocks
-// signals.
+// takes no argument). A signal that arrives in `run` before init exists is
+// kept in `pending_signal` and passed on once it does.
 static volatile pid_t forward_target;
+static volatile sig_atomic_t pending_signal;
 
 static void forward_signal(int signal, siginfo_t *info, void *context) {
     (void)context;
@@ -48,6 +49,33 @@ static void forward_signal(int signal, siginfo_t *info, void *context) {
     if (info->si_code == SI_KERNEL) return;
     pid_t target = forward_target;
     if (target > 0) kill(target, signal);
+    else pending_signal = signal;
+}
+
+/// Installs forward_signal for the forwarded signals, except those in
+/// `ignored` (a command started under nohup ignores SIGHUP, and so does
+/// `run`). `previous` (may be NULL) receives the handlers it replaces.
+static void install_forwarding(const sigset_t *ignored, struct sigaction *previous) {
+    for (int i = 0; i < forwarded_count; i++) {
+        if (ignored && sigismember(ignored, forwarded_signals[i]) == 1) continue;
+        struct sigaction action;
+        memset(&action, 0, sizeof action);
+        action.sa_sigaction = forward_signal;
+        action.sa_flags = SA_SIGINFO | SA_RESTART;
+        sigaction(forwarded_signals[i], &action, previous ? &previous[i] : NULL);
+    }
+}
+
+/// The handlers `run` had before asfs_confine_start.
+static struct sigaction run_handlers[forwarded_count];
+static sigset_t run_ignored;
+
+static void restore_forwarding(void) {
+    for (int i = 0; i < forwarded_count; i++) {
+        if (sigismember(&run_ignored, forwarded_signals[i]) == 1) continue;
+        sigaction(forwarded_signals[i], &run_handlers[i], NULL);
+    }
+    forward_target = 0;
 }
 
 // ---------------------------------------------------------------- child side
@@ -311,13 +339,7 @@ static void init_main(const struct asfs_confinement *plan, const sigset_t *ignor
     close(report_fd);
 
     forward_target = command;
-    for (int i = 0; i < forwarded_count; i++) {
-        struct sigaction action;
-        memset(&action, 0, sizeof action);
-        action.sa_sigaction = forward_signal;
-        action.sa_flags = SA_SIGINFO | SA_RESTART;
-        sigaction(forwarded_signals[i], &action, NULL);
-    }
+    install_forwarding(NULL, NULL);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
@@ -344,11 +366,18 @@ pid_t asfs_confine_start(const struct asfs_confinement *plan, struct asfs_confin
         struct sigaction current;
         if (sigaction(signal, NULL, &current) == 0 && current.sa_handler == SIG_IGN) sigaddset(&ignored, signal);
     }
+    // Forwarding starts before the clone: a signal sent to `run` while the
+    // world is being made must not end `run` and leave the command behind.
+    run_ignored = ignored;
+    pending_signal = 0;
+    forward_target = 0;
+    install_forwarding(&ignored, run_handlers);
     int report[2], lifeline[2];
     if (pipe2(report, O_CLOEXEC) != 0) {
         failure->error = errno;
         failure->exit_status = 1;
         append(failure->step, 0, sizeof failure->step, "pipe");
+        restore_forwarding();
         return -1;
     }
     if (pipe2(lifeline, O_CLOEXEC) != 0) {
@@ -357,6 +386,7 @@ pid_t asfs_confine_start(const struct asfs_confinement *plan, struct asfs_confin
         append(failure->step, 0, sizeof failure->step, "pipe");
         close(report[0]);
         close(report[1]);
+        restore_forwarding();
         return -1;
     }
     pid_t init = raw_fork(CLONE_NEWNS | CLONE_NEWPID);
@@ -366,6 +396,10 @@ pid_t asfs_confine_start(const struct asfs_confinement *plan, struct asfs_confin
         init_main(plan, &ignored, report[1], lifeline[0]);
     }
     int clone_error = errno;
+    if (init > 0) {
+        forward_target = init;
+        if (pending_signal) kill(init, pending_signal);
+    }
     close(report[1]);
     close(lifeline[0]);
     if (init < 0) {
@@ -374,6 +408,7 @@ pid_t asfs_confine_start(const struct asfs_confinement *plan, struct asfs_confin
         failure->error = clone_error;
         failure->exit_status = 1;
         append(failure->step, 0, sizeof failure->step, "clone a new mount and PID namespace");
+        restore_forwarding();
         return -1;
     }
     struct asfs_confine_failure reported;
@@ -397,26 +432,17 @@ pid_t asfs_confine_start(const struct asfs_confinement *plan, struct asfs_confin
         failure->exit_status = 1;
         append(failure->step, 0, sizeof failure->step, "a short report from the confined world");
     }
+    restore_forwarding();
     return -1;
 }
 
 int asfs_confine_wait(pid_t init) {
-    forward_target = init;
-    struct sigaction previous[forwarded_count];
-    for (int i = 0; i < forwarded_count; i++) {
-        struct sigaction action;
-        memset(&action, 0, sizeof action);
-        action.sa_sigaction = forward_signal;
-        action.sa_flags = SA_SIGINFO | SA_RESTART;
-        sigaction(forwarded_signals[i], &action, &previous[i]);
-    }
     int status = 0;
     pid_t ended;
     do {
         ended = waitpid(init, &status, 0);
     } while (ended < 0 && errno == EINTR);
-    for (int i = 0; i < forwarded_count; i++) sigaction(forwarded_signals[i], &previous[i], NULL);
-    forward_target = 0;
+    restore_forwarding();
     if (ended < 0) return 1;
     return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }

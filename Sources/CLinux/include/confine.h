@@ -52,13 +52,16 @@ struct asfs_confine_failure {
 /// Starts the confined world: returns the pid of its first process (the
 /// namespace's init, which runs the command and ends with its status), or
 /// -1 with `failure` filled in (the command never ran). Returns only once
-/// the command has been executed (or could not be).
+/// the command has been executed (or could not be). From here until
+/// asfs_confine_wait returns, the signals `run` receives from other
+/// processes (HUP, INT, QUIT, TERM, USR1, USR2, unless ignored) are passed
+/// on to the command through init; those the terminal sends reach the
+/// command directly. Call it from one thread at a time.
 pid_t asfs_confine_start(const struct asfs_confinement *plan, struct asfs_confine_failure *failure);
 
-/// Waits for the world's init to end, passing on to it the signals `run`
-/// receives from other processes (HUP, INT, QUIT, TERM, USR1, USR2; those
-/// the terminal sends reach the command directly). Returns the shell's
-/// number: the command's exit status, or 128 + the signal that ended it.
+/// Waits for the world's init to end and puts `run`'s signal handlers
+/// back. Returns the shell's number: the command's exit status, or 128 +
+/// the signal that ended it.
 int asfs_confine_wait(pid_t init);
 
 #endif
