@@ -70,14 +70,15 @@ struct BackupArchiveUnitTests {
         defer { close(input) }
         let opening = try TarArchive.open(input)
         #expect(opening.appName == "Demo")
-        let leftovers = try ContainerRestore.restore(
+        let outcome = try ContainerRestore.restore(
             input, opening: opening, expected: nil, into: restored, layout: c.layout, mode: .create,
-            layOut: { staging in
+            layOut: { _, staging in
                 for folder in ["Demo.app"] + ContainerLayout.requiredFolders {
                     guard mkdir(staging + "/" + folder, 0o755) == 0 else { throw TestFailure("mkdir \(folder)") }
                 }
             })
-        #expect(leftovers.isEmpty)
+        #expect(outcome.leftovers.isEmpty)
+        #expect(outcome.dropped.isEmpty, "\(outcome.dropped.lines)")
         let again = try BackupScan.run(root: restored, layout: c.layout, listMembers: true)
         #expect(again.members == scan.members)
         #expect(TestXattr.get(restored + "/Documents/Notes/a.txt", "user.color") == Array("red".utf8))
