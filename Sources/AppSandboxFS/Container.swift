@@ -115,11 +115,6 @@ public struct Container: Sendable {
         return lstat(path, &s) == 0
     }
 
-    /// Empties tmp (T2) safely (T3). Returns what could not be removed.
-    public func clearTmp() -> [TreeRemover.Failure] {
-        TreeRemover.removeContents(ofFolderAt: backing + "/tmp")
-    }
-
     /// Whether the backing file system stores `user.` extended attributes
     /// (X6: without them every xattr call through the mount answers ENOTSUP).
     public func supportsUserXattrs() -> Bool {
