@@ -80,9 +80,6 @@ static void restore_forwarding(void) {
 
 // ---------------------------------------------------------------- child side
 
-struct report {
-    struct asfs_confine_failure failure;
-};
 
 static size_t append(char *buffer, size_t used, size_t size, const char *text) {
     while (text && *text && used + 1 < size) buffer[used++] = *text++;
