@@ -34,6 +34,28 @@ struct ConfinementProcessTests {
         }
     }
 
+    @Test("R1: the working folder is entered again inside; one that does not exist there gives the container's root")
+    func workingFolder() throws {
+        try withConfinableContainer { m in
+            #expect(m.runConfined(["pwd"], cwd: m.documents).stdout == m.documents + "\n")
+            // /tmp inside is the container's tmp: this folder is not there.
+            let outside = try makeTemporaryDirectory(prefix: "asfs-cwd")
+            defer { removeTree(outside) }
+            #expect(m.runConfined(["pwd"], cwd: outside).stdout == m.mountpoint + "\n")
+        }
+    }
+
+    @Test("--user needs --confine and numbers (exit 64)")
+    func userOption() throws {
+        try withConfinableContainer { m in
+            #expect(runProcess([Binaries.appsandboxfs, "run", m.mountpoint, "--user", "501", "--", "true"]).status == 64)
+            for bad in ["mobile", "501:", "-1", "501:501:501"] {
+                #expect(m.runConfined(["true"], options: ["--user", bad]).status == 64, "\(bad)")
+            }
+            #expect(m.runConfined(["sh", "-c", "test \"$(id -u):$(id -g)\" = 501:20"], options: ["--user", "501:20"]).status == 0)
+        }
+    }
+
     @Test("R4: a signal sent to run reaches the command; when run is killed, the command ends with it")
     func signals() throws {
         try withConfinableContainer { m in
