@@ -200,8 +200,10 @@ final class UringTransport: Sendable {
     /// A request that does not parse gets EIO, so the entry comes back.
     private func answerMalformed(_ queue: RingQueue, entry: Int, commitID: UInt64, device: Int32) {
         var header = cfuse_out_header(len: UInt32(MemoryLayout<cfuse_out_header>.size), error: -EIO, unique: commitID)
-        var iov = iovec(iov_base: &header, iov_len: MemoryLayout<cfuse_out_header>.size)
-        _ = cfuse_ring_reply(queue.header(entry), queue.payload(entry), Self.payloadSize, &iov, 1)
+        withUnsafeMutableBytes(of: &header) { bytes in
+            var iov = iovec(iov_base: bytes.baseAddress, iov_len: bytes.count)
+            _ = cfuse_ring_reply(queue.header(entry), queue.payload(entry), Self.payloadSize, &iov, 1)
+        }
         _ = queue.submitCommit(entry: entry, commitID: commitID, device: device)
     }
 
