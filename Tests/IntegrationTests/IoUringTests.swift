@@ -169,4 +169,39 @@ struct IoUringTests {
             }
         }
     }
+
+    /// Eight processes at once (both CPUs' queues busy, replies committed
+    /// while other requests wait), then SIGTERM: every file right, and the
+    /// driver stops its rings, unmounts and exits 0.
+    @Test("W1: eight writers at once through the ring, then SIGTERM ends the driver cleanly")
+    func parallelWritersThenSigterm() throws {
+        try withKernelSetting(IoUring.enableParameter, "Y") {
+            try withMountedContainer(extraArguments: ["--io-uring"]) { mounted in
+                let dir = try mounted.scratch()
+                var writers: [pid_t] = []
+                for w in 0..<8 {
+                    let script = """
+                        set -e; d=\(dir)/w\(w); mkdir "$d"
+                        i=0; while [ $i -lt 150 ]; do echo "\(w)-$i" > "$d/f$i"; i=$((i+1)); done
+                        i=0; while [ $i -lt 150 ]; do [ "$(cat "$d/f$i")" = "\(w)-$i" ]; i=$((i+1)); done
+                        ls -l "$d" > /dev/null; mv "$d/f0" "$d/moved"; rm "$d/f1"
+                        """
+                    try writeFile(mounted.root + "/writer\(w).err", "")
+                    writers.append(try spawn(["/bin/sh", "-c", script], stdin: "/dev/null", stdout: "/dev/null",
+                                             stderr: mounted.root + "/writer\(w).err"))
+                }
+                for (w, pid) in writers.enumerated() {
+                    #expect(waitForExit(pid, timeout: 120) == .exited(0), "writer \(w): \(readFileText(mounted.root + "/writer\(w).err"))")
+                }
+                for w in 0..<8 {
+                    #expect(readFileText(mounted.backingPath("Documents/" + String(dir.split(separator: "/").last!) + "/w\(w)/f149")) == "\(w)-149\n")
+                }
+                mounted.signalDriver(SIGTERM)
+                #expect(mounted.waitForDriverExit(timeout: 30) == .exited(0), "the driver's stderr:\n\(tail(mounted.stderrText()))")
+                #expect(!mounted.isMounted)
+                let served = IoUring.requestsServed(mounted.stderrText()) ?? 0
+                #expect(served > 8 * 300, "only \(served) requests came through the ring")
+            }
+        }
+    }
 }
