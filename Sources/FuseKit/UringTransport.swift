@@ -174,10 +174,18 @@ final class UringTransport: Sendable {
             let waited = asfs_ring_wait(queue.ring, &tag, &result)
             if waited == -EINTR { continue }
             if waited < 0 || tag == Self.stopTag { break }
-            let entry = Int(tag - 1)
+            let entry = RingQueue.entry(of: tag)
             if result < 0 {
+                // A commit the kernel could not match (its request was ended
+                // meanwhile, say by a caller's SIGKILL, as a late write to
+                // /dev/fuse gets ENOENT) leaves the entry with the kernel's
+                // user-space list: register the buffers again as a new one.
+                if !RingQueue.isRegister(tag), result != -ENOTCONN, result != -ECONNABORTED,
+                   queue.submitRegister(entry: entry, device: attached.device) == 0 {
+                    continue
+                }
                 // ENOTCONN: the connection is gone (unmounted, aborted).
-                if result != -ENOTCONN {
+                if result != -ENOTCONN && result != -ECONNABORTED {
                     reportRefusal("the kernel ended an entry of queue \(queue.index) (\(String(cString: strerror(-result))))")
                 }
                 live -= 1
@@ -281,10 +289,16 @@ private final class RingQueue: @unchecked Sendable {
         payloads + entry * UringTransport.payloadSize
     }
 
+    /// A completion's tag: the entry + 1 (0 is the stop poll), and whether
+    /// the command was a registration.
+    static func tag(entry: Int, register: Bool) -> UInt64 { UInt64(entry + 1) | (register ? 1 << 32 : 0) }
+    static func entry(of tag: UInt64) -> Int { Int(tag & 0xFFFF_FFFF) - 1 }
+    static func isRegister(_ tag: UInt64) -> Bool { tag & (1 << 32) != 0 }
+
     func submitRegister(entry: Int, device: Int32) -> Int32 {
         var command = cfuse_uring_cmd_req()
         command.qid = UInt16(index)
-        return asfs_ring_submit_cmd(ring, device, CFUSE_IO_URING_CMD_REGISTER, UInt64(entry + 1), &command,
+        return asfs_ring_submit_cmd(ring, device, CFUSE_IO_URING_CMD_REGISTER, Self.tag(entry: entry, register: true), &command,
                                     MemoryLayout<cfuse_uring_cmd_req>.size,
                                     UInt64(UInt(bitPattern: vectors + 2 * entry)), 2)
     }
@@ -293,7 +307,7 @@ private final class RingQueue: @unchecked Sendable {
         var command = cfuse_uring_cmd_req()
         command.qid = UInt16(index)
         command.commit_id = commitID
-        return asfs_ring_submit_cmd(ring, device, CFUSE_IO_URING_CMD_COMMIT_AND_FETCH, UInt64(entry + 1), &command,
+        return asfs_ring_submit_cmd(ring, device, CFUSE_IO_URING_CMD_COMMIT_AND_FETCH, Self.tag(entry: entry, register: false), &command,
                                     MemoryLayout<cfuse_uring_cmd_req>.size, 0, 0)
     }
 
