@@ -113,12 +113,6 @@ final class NodeTable: Sendable {
         return node
     }
 
-    /// Adds a lookup to a node already in the table (readdirplus of a known file).
-    func retain(_ node: Node) {
-        guard node !== root else { return }
-        state.withLock { _ in addLookup(node) }
-    }
-
     /// One more lookup; the first one takes the kernel's reference. Under the lock.
     private func addLookup(_ node: Node) {
         if node.lookups.add(1, ordering: .relaxed).newValue == 1 {

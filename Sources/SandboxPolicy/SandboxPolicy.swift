@@ -15,7 +15,8 @@
 //    a row per zone, a column per kind of change. `decide` only picks the
 //    cells an operation touches and keeps the most severe.
 //
-// Symbolic link targets are judged apart, lexically, by `EscapeCheck` (E1, E2).
+// Symbolic link targets are judged apart by `EscapeCheck` (E1, E2), which
+// walks them as the kernel will, reading links through the driver.
 // Reads are never judged: they are always allowed.
 //
 // No I/O and no FUSE here, so every cell of the table is unit-tested.
