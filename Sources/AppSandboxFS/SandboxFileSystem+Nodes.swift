@@ -8,12 +8,10 @@ import SystemPackage
 // Looking files up and reading or changing their attributes.
 extension SandboxFileSystem {
     public func lookup(_ request: Request, parent: NodeID, name: FileName, reply: consuming ReplyEntry) {
-        do {
+        send(Result { () throws(Errno) in
             let (node, attributes) = try lookupChild(nodes.node(parent), name.cString)
-            reply.entry(entry(for: node, stat: attributes))
-        } catch {
-            reply.error(error)
-        }
+            return entry(for: node, stat: attributes)
+        }, reply)
     }
 
     public func forget(_ node: NodeID, lookups: UInt64) {

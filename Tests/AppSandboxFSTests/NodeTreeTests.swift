@@ -20,7 +20,7 @@ final class TreeFixture {
     init(cacheCapacity: Int = 64) throws {
         var template = Array("/tmp/asfs-tree-XXXXXX".utf8CString)
         guard mkdtemp(&template) != nil else { throw Errno(rawValue: errno) }
-        path = String(cString: template)
+        path = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
         let rootFD = try Backing.openRoot(path)
         let cache = DescriptorCache(capacity: cacheCapacity, roots: [(rootFD, path)])
         table = NodeTable(rootFD: rootFD, stat: try Backing.stat(rootFD), layout: layout, cache: cache)
