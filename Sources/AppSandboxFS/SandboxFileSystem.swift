@@ -23,6 +23,10 @@ public final class SandboxFileSystem: FileSystemOperations {
     let bundleRoot: Int32?
     /// `<App>.app`, as bytes: names are compared byte for byte (B2).
     let bundleName: [UInt8]
+    /// tmp's life with this mount (T2-T4), from the root descriptor opened
+    /// at mount: the driver empties it before mounting and after its
+    /// session ends.
+    public let tmp: ContainerTmp
     /// The session, for telling the kernel to drop cached entries.
     let session = Locked<FuseSession?>(nil)
 
@@ -33,6 +37,9 @@ public final class SandboxFileSystem: FileSystemOperations {
         do {
             rootFD = try Backing.openRoot(configuration.backing)
         } catch {
+            throw MountError.backingMissing(path: configuration.backing, errno: error.rawValue)
+        }
+        do { tmp = try ContainerTmp(root: rootFD, keep: configuration.keepTmp) } catch {
             throw MountError.backingMissing(path: configuration.backing, errno: error.rawValue)
         }
         let rootStat: stat
@@ -159,8 +166,8 @@ public final class SandboxFileSystem: FileSystemOperations {
 
     // MARK: Paths, for denial lines and escape checks (from the tree)
 
-    /// The absolute path through the mountpoint, for the denial log.
-    func mountPath(_ place: Place) -> String {
+    /// The absolute path through the mountpoint, for the denial log, as bytes.
+    func mountPath(_ place: Place) -> [UInt8] {
         var components: [[UInt8]]
         switch place {
         case .node(let node):
@@ -175,7 +182,7 @@ public final class SandboxFileSystem: FileSystemOperations {
             path.append(UInt8(ascii: "/"))
             path += name
         }
-        return String(decoding: path, as: UTF8.self)
+        return path
     }
 }
 
