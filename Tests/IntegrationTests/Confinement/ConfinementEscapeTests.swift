@@ -146,4 +146,32 @@ struct ConfinementEscapeTests {
             #expect(!exists(m.root + "/confined"))
         }
     }
+
+    @Test("R1, R3: a link put on the mountpoint's path (a folder above it swapped) is refused; the command never gets a read-write copy of the link's target")
+    func mountpointPathSwappedForALink() throws {
+        try withConfinableContainer { m in
+            // The victim: a folder outside (not in /tmp, which is the
+            // container's tmp inside) holding the mountpoint's last name.
+            let victim = try makeTemporaryDirectory(in: "/var/lib")
+            defer { removeTree(victim) }
+            try makeDirectory(victim + "/mnt")
+            try makeDirectory(victim + "/mnt/tmp")
+            // Whoever can write a folder above the mountpoint can rename it
+            // and put a link in its place (or mount a FUSE file system of
+            // their own over it) while the mount table still lists the
+            // container at its path. Done here in a mount namespace of the
+            // test's own, with a tmpfs over the parent of the test's folder.
+            let parent = String(m.root[..<m.root.lastIndex(of: "/")!])
+            let script = #"""
+                mount -t tmpfs asfs-cover "$1" && ln -s "$2" "$3" || exit 9
+                exec "$4" run "$5" --confine -- sh -c 'touch "$HOME/escaped"; echo ran'
+                """#
+            let result = runProcess(["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh",
+                                     parent, victim, m.root, Binaries.appsandboxfs, m.mountpoint], cwd: "/")
+            #expect(result.status == 1, "\(result.stdout) \(result.stderr)")
+            #expect(lines(of: result.stderr, containing: "nothing was run").count == 1, "\(result.stderr)")
+            #expect(!result.stdout.contains("ran"))
+            #expect(!exists(victim + "/mnt/escaped"))
+        }
+    }
 }
