@@ -13,6 +13,7 @@
 // signals every thread of the process, which the clone does not have.
 #define _GNU_SOURCE
 #include "confine.h"
+#include "confine_filter.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -301,6 +302,8 @@ static void drop_privileges(const struct asfs_confinement *plan, int report_fd) 
     memset(none, 0, sizeof none);
     if (syscall(SYS_capset, &header, none) != 0) fail(report_fd, 1, "capset", NULL);
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail(report_fd, 1, "prctl", "PR_SET_NO_NEW_PRIVS");
+    // TIOCSTI, set-ID bits and the calls around them: confine_filter.c.
+    if (asfs_confine_install_filter() != 0) fail(report_fd, 1, "prctl", "PR_SET_SECCOMP");
 }
 
 /// The command's process: signals as the caller had them, the working

@@ -174,4 +174,70 @@ struct ConfinementEscapeTests {
             #expect(!exists(victim + "/mnt/escaped"))
         }
     }
+
+    @Test("R3: a command run as root cannot leave a set-user-ID or set-group-ID file in the container (chmod, install -m, the mode of open and mknod); without --confine it can")
+    func noSetIDFilesLeftBehind() throws {
+        try withConfinableContainer { m in
+            // Control: root without --confine (what the driver stores).
+            let control = runProcess([Binaries.appsandboxfs, "run", m.mountpoint, "--", "sh", "-c",
+                                      "cp /bin/true Documents/control && chmod 4755 Documents/control"], cwd: m.mountpoint)
+            #expect(control.status == 0, "control: \(control.stderr)")
+            #expect(mode(of: m.backingPath("Documents/control")) & 0o6000 == 0o4000)
+
+            let python = #"""
+                import os, sys
+                def attempt(name, call):
+                    try: call(); print(name, "allowed")
+                    except OSError as error: print(name, "refused", error.errno)
+                attempt("open", lambda: os.close(os.open("Documents/by-open", os.O_CREAT | os.O_WRONLY, 0o4755)))
+                os.close(os.open("Documents/plain", os.O_CREAT | os.O_WRONLY, 0o755))
+                attempt("chmod", lambda: os.chmod("Documents/plain", 0o4755))
+                attempt("chmod-gid", lambda: os.chmod("Documents/plain", 0o2755))
+                attempt("mknod", lambda: os.mknod("Documents/by-mknod", 0o100000 | 0o6755))
+                attempt("chmod-plain", lambda: os.chmod("Documents/plain", 0o700))
+                """#
+            let result = m.runConfinedScript("""
+                exec 2>&1
+                cp /bin/true Documents/copy; install -m 4755 /bin/true Documents/installed; echo "install $?"
+                chmod u+s Documents/copy; echo "chmod $?"
+                python3 -c '\(python)'
+                """)
+            let printed = result.stdout.split(separator: "\n").map(String.init)
+            for line in ["open refused 1", "chmod refused 1", "chmod-gid refused 1", "mknod refused 1", "chmod-plain allowed"] {
+                #expect(printed.contains(line), "\(line) missing: \(result.stdout)")
+            }
+            #expect(!printed.contains("install 0") && !printed.contains("chmod 0"), "\(result.stdout)")
+            for name in ["copy", "installed", "by-open", "plain", "by-mknod"] where exists(m.backingPath("Documents/" + name)) {
+                #expect(mode(of: m.backingPath("Documents/" + name)) & 0o6000 == 0, "\(name) has a set-ID bit")
+            }
+        }
+    }
+
+    @Test("R3: TIOCSTI on the terminal run shares with its caller is refused (it would type into the caller's shell)")
+    func noTerminalInjection() throws {
+        try withConfinableContainer { m in
+            let python = #"""
+                import fcntl, termios
+                try:
+                    fcntl.ioctl(0, termios.TIOCSTI, b"#"); print("injected")
+                except OSError as error: print("refused", error.errno)
+                """#
+            // script(1) gives run a terminal as its controlling terminal, as
+            // an interactive shell would.
+            let command = m.confinedCommand(["/usr/bin/python3", "-c", python], options: ["--user", "65534"])
+            let result = runProcess(["script", "-qec", command.map(shellQuote).joined(separator: " "), "/dev/null"],
+                                    cwd: m.mountpoint)
+            #expect(result.stdout.contains("refused 1"), "\(result.stdout) \(result.stderr)")
+            #expect(!result.stdout.contains("injected"))
+        }
+    }
+}
+
+private func shellQuote(_ text: String) -> String {
+    "'" + text.split(separator: "'", omittingEmptySubsequences: false).joined(separator: #"'\''"#) + "'"
+}
+
+private func mode(of path: String) -> mode_t {
+    var status = stat()
+    return lstat(path, &status) == 0 ? status.st_mode : 0
 }
