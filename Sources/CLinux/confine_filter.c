@@ -16,6 +16,11 @@
 //   can reach it there. Asking for those bits fails with EPERM.
 // - Calls that carry a mode the filter cannot read: openat2 (a struct) and
 //   io_uring (its own open) fail with ENOSYS; programs fall back to openat.
+// - The kernel keyring (keyctl, add_key, request_key): ENOSYS. `run`'s
+//   session keyring, root's, is inherited and stays possessed across the
+//   identity change: even with --user 501 the command could read the keys
+//   root's login session holds (network file system credentials and the
+//   like) and add its own to root's user keyring.
 // - Every other ABI (i386 through int 0x80, x32): refused with ENOSYS, or
 //   the same call through another system call number would pass.
 #define _GNU_SOURCE
@@ -69,6 +74,9 @@ int asfs_confine_install_filter(void) {
         LOAD(arch), BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 1, 0), FAIL(ENOSYS),
         LOAD(nr), BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, FOREIGN_CALL_BIT, 0, 1), FAIL(ENOSYS),
         REFUSE_IOCTLS(TIOCSTI, TIOCLINUX),
+        REFUSE(__NR_keyctl, ENOSYS),
+        REFUSE(__NR_add_key, ENOSYS),
+        REFUSE(__NR_request_key, ENOSYS),
         REFUSE(__NR_openat2, ENOSYS),
         REFUSE(__NR_io_uring_setup, ENOSYS),
         REFUSE(__NR_io_uring_enter, ENOSYS),

@@ -213,6 +213,28 @@ struct ConfinementEscapeTests {
         }
     }
 
+    @Test("R3: the kernel keyring is out of reach: the session keyring run inherits (its caller's) cannot be read, even as --user 65534 (without --confine it can)")
+    func noKeyring() throws {
+        #if arch(x86_64)
+        try withConfinableContainer { m in
+            // keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0), and
+            // KEYCTL_READ of it: system call 250 on x86_64.
+            let python = #"""
+                import ctypes
+                libc = ctypes.CDLL(None, use_errno=True)
+                ring = libc.syscall(250, 0, -3, 0)
+                print("keyring", "refused" if ring < 0 else "reached", ctypes.get_errno() if ring < 0 else "")
+                """#
+            let control = runProcess([Binaries.appsandboxfs, "run", m.mountpoint, "--", "/usr/bin/python3", "-c", python], cwd: m.mountpoint)
+            #expect(control.stdout.hasPrefix("keyring reached"), "control: \(control.stdout) \(control.stderr)")
+            for options in [[], ["--user", "65534"]] {
+                let result = m.runConfined(["/usr/bin/python3", "-c", python], options: options)
+                #expect(result.stdout.hasPrefix("keyring refused \(ENOSYS)"), "\(options): \(result.stdout) \(result.stderr)")
+            }
+        }
+        #endif
+    }
+
     @Test("R3: TIOCSTI on the terminal run shares with its caller is refused (it would type into the caller's shell)")
     func noTerminalInjection() throws {
         try withConfinableContainer { m in
