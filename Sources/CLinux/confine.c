@@ -221,6 +221,13 @@ static void make_world(const struct asfs_confinement *plan, int report_fd) {
     int var_tmp = clone_tree_at(tmp_folder, AT_RECURSIVE);
     if (tmp < 0 || var_tmp < 0) fail(report_fd, 1, "open_tree the tmp of", plan->mountpoint);
     close(tmp_folder);
+    // Whatever the container was mounted with (`-o dev,suid` is accepted):
+    // no device file nor set-user-ID program of the container works inside.
+    for (int i = 0; i < 3; i++) {
+        int tree = i == 0 ? container : i == 1 ? tmp : var_tmp;
+        if (set_mount_attributes(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0) != 0)
+            fail(report_fd, 1, "mount_setattr nosuid,nodev", plan->mountpoint);
+    }
     int devices[device_count];
     for (int i = 0; i < device_count; i++) {
         path_in(path, sizeof path, "/dev", device_names[i]);

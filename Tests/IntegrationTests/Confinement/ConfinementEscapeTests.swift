@@ -235,6 +235,20 @@ struct ConfinementEscapeTests {
         #endif
     }
 
+    @Test("R3: a container mounted with -o dev,suid is nodev and nosuid inside: a device file in it cannot be opened (without --confine it can)")
+    func containerMountedWithDevices() throws {
+        try withConfinableContainer(extraArguments: ["-o", "dev,suid"], prepare: { backing in
+            #expect(runProcess(["mknod", "-m", "666", backing + "/Documents/null-copy", "c", "1", "3"]).status == 0)
+        }) { m in
+            let control = runProcess([Binaries.appsandboxfs, "run", m.mountpoint, "--", "sh", "-c", "echo x > Documents/null-copy"],
+                                     cwd: m.mountpoint)
+            #expect(control.status == 0, "control: \(control.stderr)")
+            let result = m.runConfinedScript("exec 2>&1; echo x > Documents/null-copy; echo \"status $?\"")
+            #expect(lines(of: result.stdout, containing: "Permission denied").count == 1, "\(result.stdout)")
+            #expect(!result.stdout.contains("status 0"), "\(result.stdout)")
+        }
+    }
+
     @Test("R3: TIOCSTI on the terminal run shares with its caller is refused (it would type into the caller's shell)")
     func noTerminalInjection() throws {
         try withConfinableContainer { m in
