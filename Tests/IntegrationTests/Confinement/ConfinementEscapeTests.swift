@@ -153,7 +153,7 @@ struct ConfinementEscapeTests {
             // The victim: a folder outside (not in /tmp, which is the
             // container's tmp inside) holding the mountpoint's last name.
             let victim = try makeTemporaryDirectory(in: "/var/lib")
-            defer { removeTree(victim) }
+            defer { _ = runProcess(["rm", "-rf", "--one-file-system", "--", victim]) }
             try makeDirectory(victim + "/mnt")
             try makeDirectory(victim + "/mnt/tmp")
             // Whoever can write a folder above the mountpoint can rename it
