@@ -69,10 +69,19 @@ let package = Package(
         // A small program that runs scripted system calls, so tests can make
         // them as another user (setpriv) and compare two directories.
         .executableTarget(name: "fsprobe", path: "Tests/fsprobe"),
+        // A program that stores data as a typical iOS app does (or breaks
+        // one storage guideline when asked), for tests that run it inside
+        // a container with `appsandboxfs run`.
+        .executableTarget(name: "typicalapp", dependencies: ["ContainerFiles"], path: "Tests/typicalapp"),
         .testTarget(name: "SandboxPolicyTests", dependencies: ["SandboxPolicy"]),
         .testTarget(name: "ContainerBackupTests", dependencies: ["ContainerBackup", "BackingStore"]),
         .testTarget(name: "IntegrationTests", dependencies: [
-            "appsandboxfs", "fsprobe",
+            "appsandboxfs", "fsprobe", "typicalapp",
+        ]),
+        // ContainerFiles on its own, in a mounted container, and the Swift
+        // code the docs show, compiled against the built modules.
+        .testTarget(name: "ContainerFilesTests", dependencies: [
+            "ContainerFiles", "ContainerBackup", "SandboxPolicy", "AppSandboxTesting", "appsandboxfs",
         ]),
         // How to use AppSandboxTesting: an example in Swift Testing, one in XCTest.
         .testTarget(name: "AppSandboxTestingExamples", dependencies: ["AppSandboxTesting", "appsandboxfs"]),

@@ -45,9 +45,10 @@ enum ExtendedAttributes {
         if result != 0 { throw cocoaError(errno, url.path, reading: false) }
     }
 
-    /// Removes the attribute; nothing to do when it is absent.
+    /// Removes the attribute; nothing to do when it is absent (or the
+    /// file system keeps no attributes).
     static func remove(_ name: String, of url: URL) throws {
-        if removexattr(url.path, name) != 0 && errno != ENODATA {
+        if removexattr(url.path, name) != 0 && errno != ENODATA && errno != ENOTSUP {
             throw cocoaError(errno, url.path, reading: false)
         }
     }
