@@ -5,6 +5,7 @@
 // Apple's storage guidelines (Guideline.swift), as a buggy app would.
 //
 //   typicalapp [--break GUIDELINE]
+//   typicalapp --folders     where Foundation finds the standard folders
 //
 // One line per step on standard output. Exit status 0; 1 when a step failed
 // (the error is printed, as an app would show or log it); 64 for a bad
@@ -15,12 +16,26 @@ import ContainerFiles
 import Foundation
 
 let arguments = CommandLine.arguments.dropFirst()
+if arguments == ["--folders"] {
+    let manager = FileManager.default
+    for (name, folder) in [("documentDirectory", FileManager.SearchPathDirectory.documentDirectory),
+                           ("applicationSupportDirectory", .applicationSupportDirectory),
+                           ("cachesDirectory", .cachesDirectory), ("libraryDirectory", .libraryDirectory)] {
+        print(name, manager.urls(for: folder, in: .userDomainMask).map(\.path).joined(separator: " "))
+    }
+    print("temporaryDirectory", manager.temporaryDirectory.path)
+    print("NSTemporaryDirectory()", NSTemporaryDirectory())
+    print("NSHomeDirectory()", NSHomeDirectory())
+    print("ContainerFolder.library", ContainerFolder.library.url.path)
+    print("ContainerFolder.preferences", ContainerFolder.preferences.url.path)
+    exit(0)
+}
 var broken: Guideline?
 if arguments.count == 2, arguments.first == "--break", let guideline = Guideline(rawValue: arguments.last!) {
     broken = guideline
 } else if !arguments.isEmpty {
     let names = Guideline.allCases.map(\.rawValue).joined(separator: ", ")
-    FileHandle.standardError.write(Data("usage: typicalapp [--break GUIDELINE]; guidelines: \(names)\n".utf8))
+    FileHandle.standardError.write(Data("usage: typicalapp [--break GUIDELINE | --folders]; guidelines: \(names)\n".utf8))
     exit(64)
 }
 

@@ -41,6 +41,28 @@ struct TypicalAppTests {
         }
     }
 
+    @Test("run: Foundation on Linux finds Documents, Application Support, Caches and tmp where iOS has them; Library only through ContainerFiles")
+    func foundationFindsTheFolders() throws {
+        try withEcoMount { m in
+            try m.mountInBackground()
+            let result = m.appsandboxfs(["run", m.mountpoint, "--", Binaries.typicalapp, "--folders"])
+            #expect(result.status == 0, "\(result.stderr)")
+            let mnt = m.mountpoint
+            #expect(result.stdout == """
+                documentDirectory \(mnt)/Documents
+                applicationSupportDirectory \(mnt)/Library/Application Support
+                cachesDirectory \(mnt)/Library/Caches
+                libraryDirectory\u{20}
+                temporaryDirectory \(mnt)/tmp
+                NSTemporaryDirectory() \(mnt)/tmp/
+                NSHomeDirectory() \(mnt)
+                ContainerFolder.library \(mnt)/Library
+                ContainerFolder.preferences \(mnt)/Library/Preferences
+
+                """)
+        }
+    }
+
     @Test("K1, W2, X1, P2, I3, T1: it runs with no denial; the backup holds exactly its database, preferences, document and the received file")
     func followsEveryGuideline() throws {
         try run([]) { m, run in
