@@ -110,13 +110,13 @@ public final class MountedContainer: Sendable {
         public func relativePath(appName: String) -> String {
             switch self {
             case .bundle: appName + ".app"
-            case .documents: "Documents"
-            case .inbox: "Documents/Inbox"
-            case .library: "Library"
-            case .applicationSupport: "Library/Application Support"
-            case .caches: "Library/Caches"
-            case .preferences: "Library/Preferences"
-            case .tmp: "tmp"
+            case .documents: ContainerFolder.documents.relativePath
+            case .inbox: ContainerFolder.inbox.relativePath
+            case .library: ContainerFolder.library.relativePath
+            case .applicationSupport: ContainerFolder.applicationSupport.relativePath
+            case .caches: ContainerFolder.caches.relativePath
+            case .preferences: ContainerFolder.preferences.relativePath
+            case .tmp: ContainerFolder.tmp.relativePath
             }
         }
     }

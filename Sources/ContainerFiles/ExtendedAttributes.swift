@@ -1,11 +1,10 @@
-#if canImport(Glibc)
+#if !canImport(Darwin)
 import Foundation
-import Glibc
 
 /// Extended attributes on Linux, by path (symbolic links followed, as
 /// Foundation's calls do). Swift's Glibc module does not show
-/// <sys/xattr.h>, so the three C library functions are looked up by name
-/// once. Attribute names pass to the kernel unchanged: an appsandboxfs
+/// <sys/xattr.h>, so the C library's getxattr, setxattr and removexattr
+/// are looked up by name once. Attribute names pass to the kernel unchanged: an appsandboxfs
 /// container takes Apple's names (`com.apple.…`, `NSFileProtectionKey`); an
 /// ordinary Linux file system refuses them (ENOTSUP).
 enum ExtendedAttributes {
