@@ -10,10 +10,9 @@ struct RunCommand: ParsableCommand {
             prints them (so Foundation's documentDirectory, cachesDirectory,
             applicationSupportDirectory, temporaryDirectory and UserDefaults land in the
             container's Documents, Library/Caches, Library/Application Support, tmp and
-            Library/Preferences), keeps
-            the rest of the environment and the working folder, and replaces itself with
-            COMMAND (found on PATH), so signals and the exit status are COMMAND's own. Put
-            -- before COMMAND when it has options of its own.
+            Library/Preferences), keeps the rest of the environment and the working folder,
+            and replaces itself with COMMAND (found on PATH), so signals and the exit status
+            are COMMAND's own. Put -- before COMMAND when it has options of its own.
             Exit status: COMMAND's; 127 when COMMAND is not found, 126 when it cannot be
             run; 1 when CONTAINER_MOUNT is not a mounted container.
             Examples:
