@@ -53,7 +53,7 @@ let package = Package(
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         .executableTarget(name: "appsandboxfs", dependencies: [
-            "AppSandboxFS", "FuseKit", "SandboxPolicy", "BackingStore", "ContainerBackup", "ContainerFiles",
+            "AppSandboxFS", "FuseKit", "SandboxPolicy", "BackingStore", "ContainerBackup", "CLinux", "ContainerFiles",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "SystemPackage", package: "swift-system"),
@@ -83,8 +83,11 @@ let package = Package(
         .testTarget(name: "ContainerFilesTests", dependencies: [
             "ContainerFiles", "ContainerBackup", "SandboxPolicy", "AppSandboxTesting", "appsandboxfs",
         ]),
+        // The program the confinement example runs confined: it tries to
+        // write outside its container.
+        .executableTarget(name: "outside-writer", path: "Tests/OutsideWriter"),
         // How to use AppSandboxTesting: an example in Swift Testing, one in XCTest.
-        .testTarget(name: "AppSandboxTestingExamples", dependencies: ["AppSandboxTesting", "appsandboxfs"]),
+        .testTarget(name: "AppSandboxTestingExamples", dependencies: ["AppSandboxTesting", "appsandboxfs", "outside-writer"]),
     ],
     swiftLanguageModes: [.v6]
 )
