@@ -74,6 +74,11 @@ let package = Package(
         // a container with `appsandboxfs run`.
         .executableTarget(name: "typicalapp", dependencies: ["ContainerFiles"], path: "Tests/typicalapp"),
         .testTarget(name: "SandboxPolicyTests", dependencies: ["SandboxPolicy"]),
+        // The node tree and the descriptor cache's slots, without FUSE.
+        .testTarget(name: "AppSandboxFSTests", dependencies: [
+            "AppSandboxFS", "BackingStore", "SandboxPolicy", "FuseKit",
+            .product(name: "SystemPackage", package: "swift-system"),
+        ]),
         .testTarget(name: "ContainerBackupTests", dependencies: ["ContainerBackup", "BackingStore"]),
         .testTarget(name: "IntegrationTests", dependencies: [
             "appsandboxfs", "fsprobe", "typicalapp",
