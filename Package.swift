@@ -20,15 +20,21 @@ let package = Package(
         // libfuse3's low-level API, seen through a small shim header.
         .systemLibrary(name: "CFuse", path: "CFuse", pkgConfig: "fuse3",
                        providers: [.apt(["libfuse3-dev"])]),
+        // A value behind a pthread mutex (seen by ThreadSanitizer).
+        .target(name: "Locking"),
         // The Swift face of libfuse: knows nothing of iOS.
         .target(name: "FuseKit", dependencies: [
-            "CFuse",
+            "CFuse", "Locking",
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         // Zones, rules, decisions: no FUSE, no I/O.
         .target(name: "SandboxPolicy"),
         // Linux calls that Swift's Glibc module hides (_GNU_SOURCE ones).
         .target(name: "CLinux"),
+        // The one process spawner (posix_spawn, waitpid on one pid).
+        .target(name: "Spawning", dependencies: ["CLinux"]),
+        // The one /proc/self/mountinfo reader and stale-mount check.
+        .target(name: "MountInfo"),
         // Descriptor-relative I/O under the backing root.
         .target(name: "BackingStore", dependencies: [
             "CLinux",
@@ -36,33 +42,33 @@ let package = Package(
         ]),
         // The file system that joins the three above.
         .target(name: "AppSandboxFS", dependencies: [
-            "FuseKit", "SandboxPolicy", "BackingStore", "CLinux",
+            "FuseKit", "SandboxPolicy", "BackingStore", "CLinux", "Locking", "Spawning",
             .product(name: "SystemPackage", package: "swift-system"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         // What a backup holds (K1), purging (K2), backup archives (K3).
         .target(name: "ContainerBackup", dependencies: [
-            "SandboxPolicy", "BackingStore", "CLinux",
+            "SandboxPolicy", "BackingStore", "CLinux", "Spawning",
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         .executableTarget(name: "appsandboxfs", dependencies: [
-            "AppSandboxFS", "FuseKit", "SandboxPolicy", "BackingStore", "ContainerBackup",
+            "AppSandboxFS", "FuseKit", "SandboxPolicy", "BackingStore", "ContainerBackup", "Spawning", "MountInfo",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         // The test fixture: a container mounted by the real driver.
-        .target(name: "AppSandboxTesting"),
+        .target(name: "AppSandboxTesting", dependencies: ["Spawning", "MountInfo"]),
         // A small program that runs scripted system calls, so tests can make
         // them as another user (setpriv) and compare two directories.
         .executableTarget(name: "fsprobe", path: "Tests/fsprobe"),
         .testTarget(name: "SandboxPolicyTests", dependencies: ["SandboxPolicy"]),
         .testTarget(name: "ContainerBackupTests", dependencies: ["ContainerBackup", "BackingStore"]),
         .testTarget(name: "IntegrationTests", dependencies: [
-            "appsandboxfs", "fsprobe",
+            "appsandboxfs", "fsprobe", "AppSandboxTesting", "Spawning", "MountInfo",
         ]),
         // How to use AppSandboxTesting: an example in Swift Testing, one in XCTest.
-        .testTarget(name: "AppSandboxTestingExamples", dependencies: ["AppSandboxTesting", "appsandboxfs"]),
+        .testTarget(name: "AppSandboxTestingExamples", dependencies: ["AppSandboxTesting", "MountInfo", "appsandboxfs"]),
     ],
     swiftLanguageModes: [.v6]
 )

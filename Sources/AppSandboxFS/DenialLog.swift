@@ -1,5 +1,6 @@
 import FuseKit
 import Glibc
+import Locking
 import SandboxPolicy
 
 /// Writes one line per sandbox denial, in the iOS form

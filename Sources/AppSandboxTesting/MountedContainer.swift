@@ -1,5 +1,7 @@
 import Foundation
 import Glibc
+import MountInfo
+import Spawning
 import Synchronization
 
 /// An iOS app container mounted by the real appsandboxfs driver, for a test.
@@ -200,7 +202,7 @@ public final class MountedContainer: Sendable {
     // MARK: The driver
 
     /// Whether the kernel's mount table lists the container at its mountpoint.
-    public var isMounted: Bool { MountInfo.isContainerMount(mountpoint) }
+    public var isMounted: Bool { MountTable.isContainerMount(mountpoint) }
 
     /// Every denial the driver logged since the mount (or since
     /// `clearDenials()`), oldest first.
@@ -282,7 +284,7 @@ public final class MountedContainer: Sendable {
 
         let driver = try Driver.start(arguments, mountpoint: mountpoint, log: root + "/driver.log")
         let deadline = monotonicSeconds() + options.mountTimeout
-        while !MountInfo.isContainerMount(mountpoint) {
+        while !MountTable.isContainerMount(mountpoint) {
             if let status = driver.exitStatus {
                 driver.releaseWatcher()
                 throw FixtureError("appsandboxfs ended (status \(status)) before the mount was ready: \(arguments.joined(separator: " "))\n"
@@ -329,7 +331,7 @@ public final class MountedContainer: Sendable {
         guard first else { return nil }
         var problems: [String] = []
         var earlyExit = driver.exitStatus
-        if earlyExit == nil && (driver.hasExited || Self.isStale(mountpoint)) {
+        if earlyExit == nil && (driver.hasExited || MountTable.isStale(mountpoint)) {
             // The driver died a moment ago (its threads may still be ending).
             earlyExit = driver.waitForExit(timeout: 5)
         }
@@ -419,13 +421,6 @@ public final class MountedContainer: Sendable {
         return path
     }
 
-    /// A mount whose driver is gone answers ENOTCONN (ECONNABORTED once the
-    /// connection was aborted).
-    private static func isStale(_ mountpoint: String) -> Bool {
-        var status = statvfs()
-        return statvfs(mountpoint, &status) != 0 && (errno == ENOTCONN || errno == ECONNABORTED)
-    }
-
     private static func unmountCommand(_ mountpoint: String) -> ProcessResult {
         let arguments = Subprocess.onPath("fusermount3").map { [$0, "-u", mountpoint] } ?? ["umount", mountpoint]
         return (try? Subprocess.run(arguments, timeout: 30)) ?? ProcessResult(status: 127, standardOutput: "", standardError: "cannot run \(arguments[0])")
@@ -435,7 +430,7 @@ public final class MountedContainer: Sendable {
         if let fusermount = Subprocess.onPath("fusermount3") {
             _ = try? Subprocess.run([fusermount, "-u", "-z", mountpoint], timeout: 30)
         }
-        if MountInfo.isContainerMount(mountpoint) {
+        if MountTable.isContainerMount(mountpoint) {
             _ = try? Subprocess.run(["umount", "-l", mountpoint], timeout: 30)
         }
     }
@@ -488,34 +483,4 @@ public func withMountedContainer<T>(
     }
     try container.unmount()
     return value
-}
-
-/// /proc/self/mountinfo.
-enum MountInfo {
-    /// Whether a container (type fuse.appsandboxfs) is mounted at exactly `path`.
-    static func isContainerMount(_ path: String) -> Bool {
-        for line in (readText("/proc/self/mountinfo") ?? "").split(separator: "\n") {
-            // 36 35 0:52 / /tmp/x/mnt rw,nosuid - fuse.appsandboxfs /tmp/x/container rw,...
-            let fields = line.split(separator: " ", omittingEmptySubsequences: false)
-            guard fields.count > 4, let dash = fields.firstIndex(of: "-"), fields.count > dash + 1 else { continue }
-            if fields[dash + 1] == "fuse.appsandboxfs" && unescape(fields[4]) == path { return true }
-        }
-        return false
-    }
-
-    /// mountinfo writes space, tab, newline and backslash as \ooo.
-    static func unescape(_ field: Substring) -> String {
-        var bytes: [UInt8] = []
-        var input = Array(field.utf8)[...]
-        while let byte = input.popFirst() {
-            if byte == UInt8(ascii: "\\"), input.count >= 3,
-               let value = UInt8(String(decoding: input.prefix(3), as: UTF8.self), radix: 8) {
-                bytes.append(value)
-                input = input.dropFirst(3)
-            } else {
-                bytes.append(byte)
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
 }

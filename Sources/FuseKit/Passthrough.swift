@@ -1,5 +1,6 @@
 import CFuse
 import Glibc
+import Locking
 import Synchronization
 
 /// FUSE passthrough: the kernel reads and writes an open file's backing file

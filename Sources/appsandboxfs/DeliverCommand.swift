@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Glibc
+import MountInfo
 
 struct DeliverCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Glibc
+import MountInfo
 
 struct EnvCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -66,7 +67,7 @@ struct MountedContainerPath {
         } else {
             throw Failure("\(path): not a mounted container (mount it first: appsandboxfs mount BACKING \(path))")
         }
-        if MountChecks.isStale(mountpoint) {
+        if MountTable.isStale(mountpoint) {
             throw Failure("\(mountpoint): a stale mount (its driver died: transport endpoint is not connected); run `appsandboxfs unmount \(mountpoint)`")
         }
     }

@@ -3,6 +3,7 @@ import ArgumentParser
 import FuseKit
 import Glibc
 import Logging
+import MountInfo
 import SandboxPolicy
 
 struct MountCommand: ParsableCommand {
@@ -96,7 +97,7 @@ struct MountCommand: ParsableCommand {
         let bundlePath = bundle.map(absolutePath)
         if readyFD == nil {
             // Checks first (L1): nothing is changed when one fails.
-            if recover && MountChecks.isStale(mountPath) {
+            if recover && MountTable.isStale(mountPath) {
                 FileHandleless.warn("\(mountPath): stale mount found; cleaning it up (--recover)")
                 _ = runTool("/usr/bin/fusermount3", ["-u", "-z", mountPath])
             }
