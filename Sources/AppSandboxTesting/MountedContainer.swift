@@ -142,6 +142,9 @@ public final class MountedContainer: Sendable {
     private let driver: Driver
     private let options: Options
     private let tornDown = Mutex(false)
+    /// The test stopped the driver itself (`waitForDriverExit`): its end is
+    /// no failure at the teardown.
+    private let exitExpected = Mutex(false)
 
     private init(mountpoint: String, backing: String, appName: String, root: String, appsandboxfs: String,
                  driver: Driver, options: Options) {
@@ -218,6 +221,20 @@ public final class MountedContainer: Sendable {
     /// What the driver printed so far.
     public var driverLog: String { readText(driverLogPath) ?? "" }
 
+    /// Sends the driver a signal (SIGTERM to test a clean shutdown, say).
+    public func signalDriver(_ signal: Int32) { driver.signal(signal) }
+
+    /// Waits up to `timeout` seconds for the driver to end, and says how it
+    /// ended (nil: it still runs). A test that stops the driver itself calls
+    /// this; the teardown then does not count that end as a failure, and
+    /// still unmounts whatever is mounted at the mountpoint then (a second
+    /// driver the test started, say).
+    public func waitForDriverExit(timeout: Double = 15) -> ExitStatus? {
+        exitExpected.withLock { $0 = true }
+        guard let code = driver.waitForExit(timeout: timeout) else { return nil }
+        return code > 128 ? .signaled(code - 128) : .exited(code)
+    }
+
     /// Runs a program "inside" the container, through `appsandboxfs run`:
     /// with HOME, CFFIXED_USER_HOME and TMPDIR set as on iOS.
     public func run(_ arguments: [String], timeout: Double = 120) throws -> ProcessResult {
@@ -247,6 +264,14 @@ public final class MountedContainer: Sendable {
     /// Lays out a container in a fresh temporary folder and mounts it;
     /// returns once the mount is ready. Pair it with `unmount()`.
     public static func mount(_ options: Options = Options()) throws -> MountedContainer {
+        try mount(options, preparing: { _ in })
+    }
+
+    /// The same, with `prepare` called on the backing directory before the
+    /// mount (after `options.prepare`), for a closure that need not escape.
+    public static func mount(_ options: Options = Options(), preparing prepare: (_ backing: String) throws -> Void)
+        throws -> MountedContainer
+    {
         let program = try locateAppSandboxFS(options.appsandboxfs)
         let root = try makeTemporaryFolder(in: options.temporaryDirectory)
         var handedOver = false
@@ -276,6 +301,7 @@ public final class MountedContainer: Sendable {
         if !options.mountOptions.isEmpty { arguments += ["-o", options.mountOptions.joined(separator: ",")] }
         arguments += options.extraArguments
         try options.prepare?(backing)
+        try prepare(backing)
         for file in [root + "/denials.log", root + "/driver.log"] {
             let fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
             guard fd >= 0 else { throw FixtureError("\(file): \(String(cString: strerror(errno)))") }
@@ -335,11 +361,12 @@ public final class MountedContainer: Sendable {
             // The driver died a moment ago (its threads may still be ending).
             earlyExit = driver.waitForExit(timeout: 5)
         }
-        if let earlyExit {
+        let expected = exitExpected.withLock { $0 }
+        if let earlyExit, !expected {
             problems.append("appsandboxfs ended during the test (status \(earlyExit))")
         }
         var clean = earlyExit == nil
-        if isMounted && earlyExit == nil {
+        if isMounted && (earlyExit == nil || expected) && !MountTable.isStale(mountpoint) {
             var result = Self.unmountCommand(mountpoint)
             // A descriptor closed a moment ago may still hold the mount.
             var tries = 0
