@@ -53,6 +53,7 @@ let package = Package(
         ]),
         .executableTarget(name: "appsandboxfs", dependencies: [
             "AppSandboxFS", "FuseKit", "SandboxPolicy", "BackingStore", "ContainerBackup", "Spawning", "MountInfo",
+            "CLinux", "Locking",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "SystemPackage", package: "swift-system"),

@@ -18,17 +18,22 @@ public final class SandboxFileSystem: FileSystemOperations {
     let configuration: MountConfiguration
     let nodes: NodeTable
     let denials: DenialLog
-    let logger: Logger
     /// O_PATH descriptor of the folder shown as `<App>.app`, when it comes
     /// from outside the backing directory (`mount --bundle`).
     let bundleRoot: Int32?
     let bundleName: String
-    /// The session, for telling the kernel to drop cached entries.
-    let session = Locked<FuseSession?>(nil)
+    /// The session, for telling the kernel to drop cached entries. Held
+    /// weakly: the session holds this file system strongly, and a strong
+    /// reference back would keep both alive, so that the session's deinit
+    /// (fuse_session_destroy) would never run.
+    let session = Locked(WeakSession())
 
-    public init(configuration: MountConfiguration, logger: Logger) throws {
+    struct WeakSession {
+        weak var value: FuseSession?
+    }
+
+    public init(configuration: MountConfiguration) throws {
         self.configuration = configuration
-        self.logger = logger
         let rootFD: Int32
         do {
             rootFD = try Backing.openRoot(configuration.backing)
@@ -51,12 +56,12 @@ public final class SandboxFileSystem: FileSystemOperations {
         let cache = DescriptorCache(capacity: configuration.descriptorCacheSize ?? DescriptorCache.defaultCapacity(), roots: roots)
         nodes = NodeTable(rootFD: rootFD, stat: rootStat, cache: cache)
         bundleName = configuration.layout.bundleName
-        denials = try DenialLog(file: configuration.denialLogFile)
+        denials = try DenialLog(file: configuration.denialLogFile, logger: configuration.denialLogger)
     }
 
     /// Gives the file system its session, once mounted.
     public func attach(_ session: FuseSession) {
-        self.session.withLock { $0 = session }
+        self.session.withLock { $0.value = session }
     }
 
     // MARK: Connection
@@ -177,7 +182,7 @@ extension SandboxFileSystem {
     /// Done on a thread of its own: the kernel waits for the rename to finish
     /// before it drops anything, and a worker thread must not wait on that.
     func forgetEntries(below folder: Node) {
-        guard let session = session.withLock({ $0 }) else { return }
+        guard let session = session.withLock({ $0.value }) else { return }
         let id = folder.id
         guard let fd = try? folder.withFD({ (fd) throws(Errno) in try Backing.openDirectory(fd) }),
               let stream = DirectoryStream(fd: fd) else { return }
