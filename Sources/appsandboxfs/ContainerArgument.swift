@@ -14,10 +14,7 @@ struct ContainerArgument {
     init(_ argument: String) throws {
         path = absolutePath(argument)
         if let entry = MountTable.entry(at: path) {
-            guard entry.fsType == MountTable.containerType else {
-                throw Failure("\(path): a mount point of \(entry.fsType), not of a container")
-            }
-            backing = entry.source
+            backing = try entry.trustedBacking()
         } else {
             backing = path
         }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CLinux
 import Foundation
 import Glibc
 import MountInfo
@@ -28,8 +29,8 @@ struct DeliverCommand: ParsableCommand {
     func run() throws {
         let target = absolutePath(to)
         let backing: String
-        if let entry = MountTable.entry(at: target), entry.fsType == "fuse.appsandboxfs" {
-            backing = entry.source
+        if let entry = MountTable.entry(at: target), entry.isContainer {
+            backing = try entry.trustedBacking()
         } else {
             backing = target
         }
@@ -106,10 +107,9 @@ struct DeliverCommand: ParsableCommand {
         return "\(name)-\(number)"
     }
 
+    /// rename(2) that fails with EEXIST rather than replace (renameat2's
+    /// RENAME_NOREPLACE): one step, nothing left half done.
     private func renameNoReplace(_ from: String, _ to: String) -> Bool {
-        // link + unlink gives "no replace" without renameat2 (hidden from Swift's Glibc).
-        guard link(from, to) == 0 else { return false }
-        unlink(from)
-        return true
+        asfs_rename_noreplace(from, to) == 0
     }
 }

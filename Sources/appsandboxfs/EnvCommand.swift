@@ -56,11 +56,8 @@ struct MountedContainerPath {
     init(_ argument: String) throws {
         let path = absolutePath(argument)
         if let entry = MountTable.entry(at: path) {
-            guard entry.fsType == MountTable.containerType else {
-                throw Failure("\(path): a mount point of \(entry.fsType), not of a container")
-            }
+            backing = try entry.trustedBacking()
             mountpoint = path
-            backing = entry.source
         } else if let first = MountTable.mountpoints(ofBacking: path).first {
             mountpoint = first
             backing = path

@@ -94,13 +94,16 @@ struct MountCommand: ParsableCommand {
     var readyFD: Int32?
 
     /// For the mount helper's -f (mount --fake): check the command line and
-    /// the -o options, mount nothing.
+    /// the -o options, print what they amount to, mount nothing.
     @Flag(help: .hidden)
     var fake = false
 
     mutating func run() throws {
         try applyMountOptions()
-        if fake { return }
+        if fake {
+            print((["mount", backing, mountpoint] + effectiveArguments).joined(separator: " "))
+            return
+        }
         // Absolute from here on: the driver works from / (it must keep no
         // folder of its caller busy).
         backing = absolutePath(backing)
@@ -196,7 +199,8 @@ struct MountCommand: ParsableCommand {
             throw ExitCode(1)
         }
         // For `appsandboxfs status`: this driver's pid and options.
-        let statusRecord = StatusFile.publish(for: self, backing: backingPath, mountpoint: mountPath, appName: name)
+        let statusRecord = StatusFile.publish(for: self, backing: backingPath, mountpoint: mountPath, appName: name,
+                                              passthrough: configuration.usesPassthrough)
         logger.info("appsandboxfs \(Version.description): serving \(backingPath) at \(mountPath) as \(name) (pid \(getpid()), passthrough \(session.passthroughGranted ? "on" : "off"))")
         Daemon.reportReady(readyFD: readyFD)
         let status = session.run(maxThreads: configuration.maxThreads)

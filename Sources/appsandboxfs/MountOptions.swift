@@ -100,4 +100,26 @@ extension MountCommand {
         if parsed.has("nokeep_cache") || parsed.has("no_keep_cache") { keepCache = false }
         options = parsed.kernelOptions.isEmpty ? [] : [parsed.kernelOptions.joined(separator: ",")]
     }
+
+    /// The settings as the flags they stand for, then `-o` with what goes
+    /// to libfuse: what `mount --fake` prints (mount -f -v shows it).
+    var effectiveArguments: [String] {
+        var words: [String] = []
+        if let appName { words += ["--app-name", appName] }
+        if let bundle { words += ["--bundle", bundle] }
+        if let denialLog { words += ["--denial-log", denialLog] }
+        if let log { words += ["--log", log] }
+        if let logLevel { words += ["--log-level", logLevel.rawValue] }
+        if cacheTimeout != 86400 { words += ["--cache-timeout", formatSeconds(cacheTimeout)] }
+        if threads != 10 { words += ["--threads", String(threads)] }
+        if keepTmp { words.append("--keep-tmp") }
+        if create { words.append("--create") }
+        if recover { words.append("--recover") }
+        if debug { words.append("--debug") }
+        if writeback { words.append("--writeback") }
+        if !passthrough { words.append("--no-passthrough") }
+        if !keepCache { words.append("--no-keep-cache") }
+        if !options.isEmpty { words += ["-o", options.joined(separator: ",")] }
+        return words
+    }
 }

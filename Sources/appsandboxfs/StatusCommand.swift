@@ -51,6 +51,8 @@ struct StatusCommand: ParsableCommand {
 
     struct Output: Encodable {
         var schema = "appsandboxfs.status/1"
+        /// This appsandboxfs (`--version`); each driver's is in its options.
+        var version = Version.description
         var mounts: [StatusEntry]
     }
 }
@@ -96,8 +98,10 @@ struct StatusEntry: Encodable {
         var records = StatusFile.records()
         var entries: [StatusEntry] = []
         for mount in MountTable.entries() where mount.isContainer {
-            let index = records.firstIndex { $0.record.mountpoint == mount.mountpoint && $0.record.backing == mount.source && $0.alive }
-                ?? records.firstIndex { $0.record.mountpoint == mount.mountpoint && $0.record.backing == mount.source }
+            // A record is this mount's when its mountpoint, backing directory
+            // and device agree with the line (the line alone proves nothing).
+            let index = records.firstIndex { $0.record.mountpoint == mount.mountpoint && mount.matches($0.record) && $0.alive }
+                ?? records.firstIndex { $0.record.mountpoint == mount.mountpoint && mount.matches($0.record) }
             let found = index.map { records.remove(at: $0) }
             let alive = found?.alive ?? !MountTable.isStale(mount.mountpoint)
             entries.append(StatusEntry(
