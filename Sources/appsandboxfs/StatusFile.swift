@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import MountInfo
 
 /// What a driver says about itself, for `appsandboxfs status`: the kernel's
 /// mount table knows the mountpoint and the backing directory (the mount's
@@ -113,8 +114,9 @@ enum StatusFile {
             cacheTimeout: command.cacheTimeout, writeback: command.writeback, keepCache: command.keepCache,
             threads: command.threads, debug: command.debug, passthrough: passthrough,
             mountOptions: command.options.flatMap { $0.split(separator: ",").map(String.init) })
-        var mounted = stat()
-        let device = stat(mountpoint, &mounted) == 0 ? UInt64(mounted.st_dev) : nil
+        // From the mount table, not stat(2): the mount is not served yet,
+        // and a stat would wait for this very driver (a deadlock).
+        let device = MountTable.entry(at: mountpoint)?.deviceNumber
         let record = MountRecord(
             pid: pid, processStart: processStartTime(pid) ?? 0, mountpoint: mountpoint, backing: backing,
             appName: appName, started: iso8601(Date()), options: options, device: device, version: Version.description)
