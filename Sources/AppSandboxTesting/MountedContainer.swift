@@ -126,8 +126,12 @@ public final class MountedContainer: Sendable {
     /// The mountpoint: the container's root as the code under test sees it
     /// (what an iOS app gets from NSHomeDirectory()).
     public let mountpoint: String
-    /// The backing directory: the same files, without the rules (to set
-    /// things up or check them behind the driver's back).
+    /// The backing directory: the same files, without the rules. Read it to
+    /// check what the driver stored. Change it before the mount (Options.prepare,
+    /// a template), not while mounted: the kernel caches names and attributes
+    /// for a day, so a change made behind the driver's back may stay
+    /// invisible through the mount. A test that must change it while
+    /// mounted mounts with `extraArguments: ["--cache-timeout", "0"]`.
     public let backing: String
     public let appName: String
     /// The temporary folder that holds everything; removed at the unmount.
