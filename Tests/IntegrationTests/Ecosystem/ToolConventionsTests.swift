@@ -178,3 +178,37 @@ final class DatagramListener {
         unlink(path)
     }
 }
+
+@Suite("Docs: docs/cli.md's table of -o names is what mount -o does")
+struct MountOptionTableTests {
+    @Test("Each name of the table maps to the flag the table names, through appsandboxfs mount --fake")
+    func table() throws {
+        let cli = repositoryFile("docs/cli.md")
+        let start = try #require(cli.range(of: "| option | flag |"), "docs/cli.md has no option table")
+        let rows = cli[start.upperBound...].split(separator: "\n").dropFirst().prefix { $0.hasPrefix("|") }
+        var checked = 0
+        for row in rows {
+            let cells = row.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard cells.count == 2 else { continue }
+            let names = cells[0].split(separator: "`", omittingEmptySubsequences: false).enumerated().filter { $0.offset % 2 == 1 }.map { String($0.element) }
+            let flags = cells[1].split(separator: "`", omittingEmptySubsequences: false).enumerated().filter { $0.offset % 2 == 1 }.map { String($0.element) }
+            guard names.count == flags.count, !names.isEmpty else { continue }  // the prose rows
+            for (name, flag) in zip(names, flags) {
+                // NAME, DIR, S ... stand for values: give one of the right kind.
+                let option = name.replacingOccurrences(of: "=S", with: "=2").replacingOccurrences(of: "=N", with: "=3")
+                    .replacingOccurrences(of: "=LEVEL", with: "=debug")
+                let expected = flag.replacingOccurrences(of: " S", with: " 2").replacingOccurrences(of: " N", with: " 3")
+                    .replacingOccurrences(of: " LEVEL", with: " debug")
+                let result = runProcess([Binaries.appsandboxfs, "mount", "/b", "/m", "-o", option, "--fake"])
+                #expect(result.status == 0, "-o \(option): \(result.stderr)")
+                // Defaults print nothing: the flag that turns a default on is its absence.
+                let defaults = ["--no-writeback", "--keep-cache", "--passthrough"]
+                let words = " " + result.stdout.trimmingCharacters(in: .newlines) + " "
+                #expect(defaults.contains(expected) ? !words.contains(" -o ") : words.contains(" " + expected + " "),
+                        "docs/cli.md says -o \(name) is \(flag); mount --fake printed: \(result.stdout)")
+                checked += 1
+            }
+        }
+        #expect(checked >= 15, "only \(checked) names checked")
+    }
+}
