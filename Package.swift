@@ -64,12 +64,20 @@ let package = Package(
         // them as another user (setpriv) and compare two directories.
         .executableTarget(name: "fsprobe", path: "Tests/fsprobe"),
         .testTarget(name: "SandboxPolicyTests", dependencies: ["SandboxPolicy"]),
+        // The node tree and the descriptor cache's slots, without FUSE.
+        .testTarget(name: "AppSandboxFSTests", dependencies: [
+            "AppSandboxFS", "BackingStore", "SandboxPolicy", "FuseKit",
+            .product(name: "SystemPackage", package: "swift-system"),
+        ]),
         .testTarget(name: "ContainerBackupTests", dependencies: ["ContainerBackup", "BackingStore"]),
         .testTarget(name: "IntegrationTests", dependencies: [
             "appsandboxfs", "fsprobe", "AppSandboxTesting", "Spawning", "MountInfo",
         ]),
+        // The program the confinement example runs confined: it tries to
+        // write outside its container.
+        .executableTarget(name: "outside-writer", path: "Tests/OutsideWriter"),
         // How to use AppSandboxTesting: an example in Swift Testing, one in XCTest.
-        .testTarget(name: "AppSandboxTestingExamples", dependencies: ["AppSandboxTesting", "MountInfo", "appsandboxfs"]),
+        .testTarget(name: "AppSandboxTestingExamples", dependencies: ["AppSandboxTesting", "MountInfo", "appsandboxfs", "outside-writer"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -19,7 +19,3 @@ int asfs_spawn_addclosefrom(posix_spawn_file_actions_t *actions, int from) {
 const short asfs_POSIX_SPAWN_SETSID = POSIX_SPAWN_SETSID;
 
 int asfs_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
-
-int asfs_rename_noreplace(const char *from, const char *to) {
-    return renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE);
-}

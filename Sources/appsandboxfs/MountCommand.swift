@@ -61,7 +61,7 @@ struct MountCommand: ParsableCommand {
     @Flag(help: "If the mountpoint is a stale mount (its driver died), clean it up first.")
     var recover = false
 
-    @Option(help: "Seconds the kernel may cache names and attributes.")
+    @Option(help: "Seconds the kernel may cache names (attributes: at most 1 s, so that a change made in the backing directory shows).")
     var cacheTimeout: Double = 86400
 
     @Flag(inversion: .prefixedNo, help: "Let the kernel cache writes and send them in large batches (writeback cache).")
@@ -149,7 +149,7 @@ struct MountCommand: ParsableCommand {
         configuration.keepTmp = keepTmp
         configuration.denialLogFile = denialLog
         configuration.entryTimeout = cacheTimeout
-        configuration.attributeTimeout = cacheTimeout
+        configuration.attributeTimeout = min(cacheTimeout, MountConfiguration.longestAttributeTimeout)
         configuration.maxThreads = threads
         configuration.descriptorCacheSize = descriptorCache
         configuration.writebackCache = writeback
@@ -181,10 +181,16 @@ struct MountCommand: ParsableCommand {
             throw ExitCode(1)
         }
         // T2: a driver that was killed left tmp as it was (T4: unless kept).
-        if !keepTmp {
-            for failure in container.clearTmp() {
-                Daemon.warn("tmp: cannot remove \(failure)", readyFD: readyFD)
+        // This also waits for an earlier driver of the container to finish
+        // clearing it.
+        do {
+            let (outcome, failures) = try fileSystem.tmp.prepareForMount()
+            if outcome == .inUseByAnotherDriver {
+                Daemon.warn("tmp: another driver serves \(backingPath): its contents are kept", readyFD: readyFD)
             }
+            for failure in failures { Daemon.warn("tmp: cannot remove \(failure)", readyFD: readyFD) }
+        } catch {
+            Daemon.warn("\(error)", readyFD: readyFD)
         }
         if !container.supportsUserXattrs() {
             Daemon.warn("\(backingPath): this file system does not store user extended attributes: every xattr call through the mount (the backup flags included) will answer ENOTSUP", readyFD: readyFD)
@@ -206,11 +212,14 @@ struct MountCommand: ParsableCommand {
         let status = session.run(maxThreads: configuration.maxThreads)
         if status != 0 { logger.error("\(mountPath): reading /dev/fuse failed: \(String(cString: strerror(-status)))") }
         statusRecord?.remove()
-        // T2: the mount is gone (unmounted, SIGTERM or SIGINT): empty tmp.
-        if !keepTmp {
-            for failure in container.clearTmp() {
-                logger.warning("tmp: cannot remove \(failure)")
-            }
+        // T2: the mount is gone (unmounted, SIGTERM or SIGINT): empty tmp,
+        // from the root descriptor opened at mount. `unmount` waits for this
+        // process to exit.
+        do {
+            let (_, failures) = try fileSystem.tmp.finishAfterUnmount()
+            for failure in failures { logger.warning("tmp: cannot remove \(failure)") }
+        } catch {
+            logger.warning("\(error)")
         }
         logger.info("\(mountPath): unmounted; exiting")
     }

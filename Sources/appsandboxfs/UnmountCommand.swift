@@ -8,13 +8,14 @@ struct UnmountCommand: ParsableCommand {
         commandName: "unmount",
         abstract: "Unmount a container (also a stale one whose driver died).",
         discussion: """
-            Returns once the mount is gone; the driver then empties tmp (unless mounted
-            with --keep-tmp) and exits. A busy mount (a file, working folder or mapping
-            still open in it) is left mounted, and the processes keeping it busy are
-            named; with --lazy it is detached at once instead and goes away when the last
-            of them lets go (as fusermount3 -u -z). A stale mount (the driver died) is
-            cleaned up. `umount MOUNTPOINT` (as root) and `fusermount3 -u MOUNTPOINT`
-            unmount too.
+            Returns once the mount is gone and its driver has emptied tmp (unless mounted
+            with --keep-tmp) and exited, so the container can be mounted again at once.
+            A busy mount (a file, working folder or mapping still open in it) is left
+            mounted, and the processes keeping it busy are named; with --lazy it is
+            detached at once instead and goes away when the last of them lets go (as
+            fusermount3 -u -z; the driver then empties tmp and exits after this command
+            has returned). A stale mount (the driver died) is cleaned up. `umount
+            MOUNTPOINT` (as root) and `fusermount3 -u MOUNTPOINT` unmount too.
             Exit status: 0; 1 when MOUNTPOINT cannot be unmounted (it is not a mount, or it
             is busy and --lazy was not given).
             Examples:
@@ -37,8 +38,13 @@ struct UnmountCommand: ParsableCommand {
         }
         // A stale mount (the driver died) can only be detached lazily.
         if !MountTable.isStale(path) {
+            // The driver's record goes as its session ends: find it first.
+            let driver = StatusFile.records().first { $0.alive && $0.record.mountpoint == path }?.record
             let (status, message) = runTool("/usr/bin/fusermount3", ["-u", path], capturingErrors: true)
-            if status == 0 { return }
+            if status == 0 {
+                if let driver { Self.waitForExit(driver) }
+                return
+            }
             guard MountTable.isMounted(path) else {
                 throw Failure("\(path): not mounted\(message.isEmpty ? "" : " (" + message + ")")")
             }
@@ -54,6 +60,20 @@ struct UnmountCommand: ParsableCommand {
         let (status, message) = runTool("/usr/bin/fusermount3", ["-u", "-z", path], capturingErrors: true)
         if status == 0 { return }
         throw Failure("\(path): cannot unmount: \(message.isEmpty ? "fusermount3 exited with \(status)" : message)")
+    }
+}
+
+extension UnmountCommand {
+    /// Waits until the driver has ended: after the mount is gone it empties
+    /// tmp (T2) and exits; returning earlier would let a new mount of the
+    /// container, or a look at tmp, race with that.
+    static func waitForExit(_ driver: MountRecord) {
+        // Bounded: a driver that cannot finish is reported, not waited for forever.
+        for _ in 0..<60_000 {
+            guard StatusFile.isAlive(driver) else { return }
+            usleep(2_000)
+        }
+        FileHandleless.warn("the driver (pid \(driver.pid)) has not exited 2 minutes after the unmount: tmp may not be empty yet")
     }
 }
 

@@ -17,7 +17,5 @@ int asfs_spawn_addclosefrom(posix_spawn_file_actions_t *actions, int from);
 extern const short asfs_POSIX_SPAWN_SETSID;
 /// pidfd_open(2): a descriptor that polls readable once `pid` has ended.
 int asfs_pidfd_open(pid_t pid);
-/// renameat2 with RENAME_NOREPLACE between two paths (AT_FDCWD).
-int asfs_rename_noreplace(const char *from, const char *to);
 
 #endif

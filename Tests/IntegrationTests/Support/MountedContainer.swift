@@ -117,7 +117,8 @@ final class MountedContainer: Sendable {
     }
 }
 
-/// Lays out a fresh container in a new temporary folder, mounts it with
+/// Lays out a fresh container in a new temporary folder (in `parent`: /tmp,
+/// or `outsideTemporaryFolders` for `run --confine`), mounts it with
 ///   <bin>/appsandboxfs mount <backing> <mountpoint> --app-name TestApp --foreground [extraArguments]
 /// runs `body`, and always unmounts (also when `body` throws or an
 /// expectation fails), then removes the temporary folders. `prepare` may
@@ -128,11 +129,12 @@ final class MountedContainer: Sendable {
 /// exit cleanly (status 0) on the unmount, or the unmount fails.
 func withMountedContainer<T>(
     extraArguments: [String] = [],
+    in parent: String = "/tmp",
     prepare: (String) throws -> Void = { _ in },
     sourceLocation: SourceLocation = #_sourceLocation,
     _ body: (MountedContainer) throws -> T
 ) throws -> T {
-    let container = try MountedContainer.mount(extraArguments: extraArguments, prepare: prepare)
+    let container = try MountedContainer.mount(extraArguments: extraArguments, parent: parent, prepare: prepare)
     defer { container.finish(sourceLocation: sourceLocation) }
     return try body(container)
 }
@@ -140,11 +142,12 @@ func withMountedContainer<T>(
 /// The same for an async body (task groups, `await`).
 func withMountedContainer<T>(
     extraArguments: [String] = [],
+    in parent: String = "/tmp",
     prepare: (String) throws -> Void = { _ in },
     sourceLocation: SourceLocation = #_sourceLocation,
     _ body: (MountedContainer) async throws -> T
 ) async throws -> T {
-    let container = try MountedContainer.mount(extraArguments: extraArguments, prepare: prepare)
+    let container = try MountedContainer.mount(extraArguments: extraArguments, parent: parent, prepare: prepare)
     defer { container.finish(sourceLocation: sourceLocation) }
     return try await body(container)
 }
@@ -152,11 +155,12 @@ func withMountedContainer<T>(
 extension MountedContainer {
     /// Lays out the container (`appsandboxfs init`, then the bundle's
     /// Info.plist and program), starts the driver and waits for the mount.
-    fileprivate static func mount(extraArguments: [String], prepare: (String) throws -> Void) throws
+    fileprivate static func mount(extraArguments: [String], parent: String, prepare: (String) throws -> Void) throws
         -> MountedContainer
     {
         let options = AppSandboxTesting.MountedContainer.Options(
-            appName: "TestApp", extraArguments: extraArguments, appsandboxfs: Binaries.appsandboxfs)
+            appName: "TestApp", extraArguments: extraArguments, appsandboxfs: Binaries.appsandboxfs,
+            temporaryDirectory: parent)
         do {
             return MountedContainer(try AppSandboxTesting.MountedContainer.mount(options) { backing in
                 try fillBundle(at: backing + "/TestApp.app", appName: "TestApp")
