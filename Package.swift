@@ -69,7 +69,7 @@ let package = Package(
             "AppSandboxFS", "BackingStore", "SandboxPolicy", "FuseKit",
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
-        .testTarget(name: "ContainerBackupTests", dependencies: ["ContainerBackup", "BackingStore"]),
+        .testTarget(name: "ContainerBackupTests", dependencies: ["ContainerBackup", "BackingStore", "Spawning"]),
         .testTarget(name: "IntegrationTests", dependencies: [
             "appsandboxfs", "fsprobe", "AppSandboxTesting", "Spawning", "MountInfo",
         ]),
