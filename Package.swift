@@ -27,15 +27,21 @@ let package = Package(
         // libfuse3's low-level API, seen through a small shim header.
         .systemLibrary(name: "CFuse", path: "CFuse", pkgConfig: "fuse3",
                        providers: [.apt(["libfuse3-dev"])]),
+        // A value behind a pthread mutex (seen by ThreadSanitizer).
+        .target(name: "Locking"),
         // The Swift face of libfuse: knows nothing of iOS.
         .target(name: "FuseKit", dependencies: [
-            "CFuse", "CLinux",
+            "CFuse", "CLinux", "Locking",
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         // Zones, rules, decisions: no FUSE, no I/O.
         .target(name: "SandboxPolicy"),
         // Linux calls that Swift's Glibc module hides (_GNU_SOURCE ones).
         .target(name: "CLinux"),
+        // The one process spawner (posix_spawn, waitpid on one pid).
+        .target(name: "Spawning", dependencies: ["CLinux"]),
+        // The one /proc/self/mountinfo reader and stale-mount check.
+        .target(name: "MountInfo"),
         // Descriptor-relative I/O under the backing root.
         .target(name: "BackingStore", dependencies: [
             "CLinux",
@@ -43,17 +49,18 @@ let package = Package(
         ]),
         // The file system that joins the three above.
         .target(name: "AppSandboxFS", dependencies: [
-            "FuseKit", "SandboxPolicy", "BackingStore", "CLinux",
+            "FuseKit", "SandboxPolicy", "BackingStore", "CLinux", "Locking", "Spawning",
             .product(name: "SystemPackage", package: "swift-system"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         // What a backup holds (K1), purging (K2), backup archives (K3).
         .target(name: "ContainerBackup", dependencies: [
-            "SandboxPolicy", "BackingStore", "CLinux", "ContainerFiles",
+            "SandboxPolicy", "BackingStore", "CLinux", "ContainerFiles", "Spawning",
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         .executableTarget(name: "appsandboxfs", dependencies: [
-            "AppSandboxFS", "FuseKit", "SandboxPolicy", "BackingStore", "ContainerBackup", "CLinux", "ContainerFiles",
+            "AppSandboxFS", "FuseKit", "SandboxPolicy", "BackingStore", "ContainerBackup", "Spawning", "MountInfo",
+            "CLinux", "Locking", "ContainerFiles",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "SystemPackage", package: "swift-system"),
@@ -65,7 +72,7 @@ let package = Package(
         // The test fixture: a container mounted by the real driver (which
         // it runs as a program, so it needs no FUSE target; it mounts on
         // Linux only, and builds everywhere).
-        .target(name: "AppSandboxTesting", dependencies: ["ContainerFiles"]),
+        .target(name: "AppSandboxTesting", dependencies: ["ContainerFiles", "Spawning", "MountInfo"]),
         // A small program that runs scripted system calls, so tests can make
         // them as another user (setpriv) and compare two directories.
         .executableTarget(name: "fsprobe", path: "Tests/fsprobe"),
@@ -79,9 +86,9 @@ let package = Package(
             "AppSandboxFS", "BackingStore", "SandboxPolicy", "FuseKit",
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
-        .testTarget(name: "ContainerBackupTests", dependencies: ["ContainerBackup", "BackingStore"]),
+        .testTarget(name: "ContainerBackupTests", dependencies: ["ContainerBackup", "BackingStore", "Spawning"]),
         .testTarget(name: "IntegrationTests", dependencies: [
-            "appsandboxfs", "fsprobe", "typicalapp",
+            "appsandboxfs", "fsprobe", "typicalapp", "AppSandboxTesting", "Spawning", "MountInfo",
         ]),
         // ContainerFiles on its own, in a mounted container, and the Swift
         // code the docs show, compiled against the built modules.
@@ -92,7 +99,7 @@ let package = Package(
         // write outside its container.
         .executableTarget(name: "outside-writer", path: "Tests/OutsideWriter"),
         // How to use AppSandboxTesting: an example in Swift Testing, one in XCTest.
-        .testTarget(name: "AppSandboxTestingExamples", dependencies: ["AppSandboxTesting", "appsandboxfs", "outside-writer"]),
+        .testTarget(name: "AppSandboxTestingExamples", dependencies: ["AppSandboxTesting", "MountInfo", "appsandboxfs", "outside-writer"]),
     ],
     swiftLanguageModes: [.v6]
 )

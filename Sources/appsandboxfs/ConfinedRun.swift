@@ -1,6 +1,7 @@
 import ArgumentParser
 import CLinux
 import Glibc
+import MountInfo
 import SandboxPolicy
 
 /// `run --confine` (R1-R5): gathers what the confined world must hide from

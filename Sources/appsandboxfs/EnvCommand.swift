@@ -2,6 +2,7 @@ import ArgumentParser
 import ContainerFiles
 import Foundation
 import Glibc
+import MountInfo
 
 struct EnvCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -60,18 +61,15 @@ struct MountedContainerPath {
     init(_ argument: String) throws {
         let path = absolutePath(argument)
         if let entry = MountTable.entry(at: path) {
-            guard entry.fsType == MountTable.containerType else {
-                throw Failure("\(path): a mount point of \(entry.fsType), not of a container")
-            }
+            backing = try entry.trustedBacking()
             mountpoint = path
-            backing = entry.source
         } else if let first = MountTable.mountpoints(ofBacking: path).first {
             mountpoint = first
             backing = path
         } else {
             throw Failure("\(path): not a mounted container (mount it first: appsandboxfs mount BACKING \(path))")
         }
-        if MountChecks.isStale(mountpoint) {
+        if MountTable.isStale(mountpoint) {
             throw Failure("\(mountpoint): a stale mount (its driver died: transport endpoint is not connected); run `appsandboxfs unmount \(mountpoint)`")
         }
     }

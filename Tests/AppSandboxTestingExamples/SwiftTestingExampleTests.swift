@@ -115,3 +115,34 @@ struct NoteStoreSwiftTestingExample {
         }
     }
 }
+
+/// The same with the trait: every test of the suite gets a container of its
+/// own, mounted before it and unmounted after it, as
+/// `MountedContainer.current`; where this machine cannot mount (no
+/// /dev/fuse, say), the tests are skipped with the reason.
+@Suite("AppSandboxTesting example (Swift Testing trait)", .mountedContainer(.init(appName: "Notes")))
+struct NoteStoreTraitExample {
+    @Test("A note saved in one test's container")
+    func saveAndLoad() throws {
+        let container = try #require(MountedContainer.current)
+        #expect(container.appName == "Notes")
+        let store = NoteStore(home: container.mountpoint)
+        try store.save("Buy milk", as: "todo.txt")
+        #expect(try store.load("todo.txt") == "Buy milk")
+        #expect(container.denials().isEmpty)
+    }
+
+    @Test("Each test has a container of its own: nothing of the other test is here")
+    func freshContainer() throws {
+        let container = try #require(MountedContainer.current)
+        #expect(!FileManager.default.fileExists(atPath: container.documents + "/todo.txt"))
+        #expect(container.isMounted)
+    }
+
+    @Test("Parameterized: a container per case", arguments: ["a.txt", "b.txt"])
+    func perCase(name: String) throws {
+        let container = try #require(MountedContainer.current)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: container.documents).filter { $0.hasSuffix(".txt") }.isEmpty)
+        try NoteStore(home: container.mountpoint).save(name, as: name)
+    }
+}
