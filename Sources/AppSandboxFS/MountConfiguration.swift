@@ -28,7 +28,7 @@ public struct MountConfiguration: Sendable {
     /// each passthrough write. Off only to compare.
     public var killPrivV2 = true
     /// Whether opens ask for passthrough.
-    public var usesPassthrough: Bool { passthrough && !writebackCache }
+    public var usesPassthrough: Bool { passthrough && !writebackCache && capacity == nil }
     public var maxThreads = 10
     /// O_PATH descriptors kept open for files the kernel knows (the others
     /// are opened again from their file handles). nil: a quarter of the
@@ -38,6 +38,10 @@ public struct MountConfiguration: Sendable {
     public var keepTmp = false
     /// Where denial lines go besides standard error.
     public var denialLogFile: String?
+    /// `--capacity`: the disk's size in bytes (Q1), nil for the backing
+    /// file system's own. Such mounts do not use passthrough: the driver
+    /// counts every write.
+    public var capacity: Int64?
 
     public init(backing: String, mountpoint: String, layout: ContainerLayout) {
         self.backing = backing

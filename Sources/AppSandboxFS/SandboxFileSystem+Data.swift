@@ -37,7 +37,10 @@ extension SandboxFileSystem {
             openFlags &= ~O_APPEND
         }
         do {
-            let fd = try node.withFD { (fd) throws(Errno) in try Backing.reopen(fd, flags: openFlags) }
+            let fd = try node.withFD { (fd) throws(Errno) in
+                try charged(flags.truncates ? [fd] : []) { () throws(Errno) in try Backing.reopen(fd, flags: openFlags) }
+            }
+            capacity?.opened(fd)
             // The kernel leaves an O_TRUNC open's clearing of set-ID bits to
             // the driver (atomic O_TRUNC), and the driver's own open, as
             // root, clears nothing.
@@ -60,7 +63,9 @@ extension SandboxFileSystem {
             return
         }
         do {
-            let written = try Backing.pwrite(descriptor(handle), data, at: offset)
+            let written = try chargedWrite(descriptor(handle), at: offset, length: data.count) { (allowed) throws(Errno) in
+                try Backing.pwrite(descriptor(handle), UnsafeRawBufferPointer(rebasing: data[..<allowed]), at: offset)
+            }
             if mustClearSetIDBits(request) { Self.dropSetIDBits(descriptor(handle)) }
             reply.written(written)
         } catch {
@@ -73,6 +78,7 @@ extension SandboxFileSystem {
     }
 
     public func release(_ request: Request, node: NodeID, handle: FileHandle, flags: OpenFlags, reply: consuming ReplyStatus) {
+        capacity?.releasing(descriptor(handle))
         Backing.close(descriptor(handle))
         reply.ok()
     }
@@ -94,7 +100,9 @@ extension SandboxFileSystem {
             return
         }
         do {
-            try Backing.fallocate(descriptor(handle), mode: mode, offset: offset, length: length)
+            try chargedAllocate(descriptor(handle), mode: mode, offset: offset, length: length) { () throws(Errno) in
+                try Backing.fallocate(descriptor(handle), mode: mode, offset: offset, length: length)
+            }
             if mustClearSetIDBits(request) { Self.dropSetIDBits(descriptor(handle)) }
             reply.ok()
         } catch {
@@ -111,9 +119,11 @@ extension SandboxFileSystem {
             return
         }
         do {
-            let written = try Backing.copyFileRange(from: descriptor(sourceHandle), at: sourceOffset,
-                                                    to: descriptor(destinationHandle), at: destinationOffset,
-                                                    length: length, flags: flags)
+            let written = try chargedWrite(descriptor(destinationHandle), at: destinationOffset, length: length) { (allowed) throws(Errno) in
+                try Backing.copyFileRange(from: descriptor(sourceHandle), at: sourceOffset,
+                                          to: descriptor(destinationHandle), at: destinationOffset,
+                                          length: allowed, flags: flags)
+            }
             if mustClearSetIDBits(request) { Self.dropSetIDBits(descriptor(destinationHandle)) }
             reply.written(written)
         } catch {

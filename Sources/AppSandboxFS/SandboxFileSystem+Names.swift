@@ -10,9 +10,10 @@ extension SandboxFileSystem {
     /// Creates with `make`, gives the new file to the caller, looks it up.
     private func makeEntry(_ request: Request, parent: Node, name: UnsafePointer<CChar>, mode: mode_t = 0,
                            _ make: () throws(Errno) -> Void) throws(Errno) -> Entry {
-        try make()
+        try parent.withFD { (folder) throws(Errno) in try charged(reserving: newEntrySpace, [folder], make) }
         let chowned = try giveToCaller(request, in: parent, name)
         var (node, attributes) = try lookupChild(parent, name)
+        chargeAdded(node)
         if chowned && Self.lostSetIDBits(requested: mode, now: attributes) {
             attributes = try node.withFD { (fd) throws(Errno) in
                 try Backing.chmod(fd, mode: mode & 0o7777)
@@ -92,7 +93,9 @@ extension SandboxFileSystem {
         }
         do {
             try node.withFD { (fd) throws(Errno) in
-                try parent.withFD { (folder) throws(Errno) in try Backing.link(fd, in: folder, newName.cString) }
+                try parent.withFD { (folder) throws(Errno) in
+                    try charged(reserving: newEntrySpace, [folder]) { () throws(Errno) in try Backing.link(fd, in: folder, newName.cString) }
+                }
             }
             let (linked, attributes) = try lookupChild(parent, newName.cString)
             reply.entry(entry(for: linked, stat: attributes))
@@ -111,8 +114,12 @@ extension SandboxFileSystem {
         let fd: Int32
         do {
             fd = try parent.withFD { (folder) throws(Errno) in
-                try Backing.create(in: folder, name.cString, flags: flags.rawValue, mode: mode)
+                try charged(reserving: newEntrySpace, [folder]) { () throws(Errno) in
+                    try Backing.create(in: folder, name.cString, flags: flags.rawValue, mode: mode)
+                }
             }
+            capacity?.added(fd)
+            capacity?.opened(fd)
         } catch {
             reply.error(error)
             return
@@ -142,7 +149,7 @@ extension SandboxFileSystem {
         do {
             try parent.withFD { (folder) throws(Errno) in
                 nodes.keepIfLastName(in: folder, name.cString)
-                try Backing.unlink(in: folder, name.cString)
+                try charged(removing: name.cString, in: folder) { () throws(Errno) in try Backing.unlink(in: folder, name.cString) }
             }
             reply.ok()
         } catch {
@@ -160,7 +167,7 @@ extension SandboxFileSystem {
         do {
             try parent.withFD { (folder) throws(Errno) in
                 nodes.keepIfLastName(in: folder, name.cString)
-                try Backing.rmdir(in: folder, name.cString)
+                try charged(removing: name.cString, in: folder) { () throws(Errno) in try Backing.rmdir(in: folder, name.cString) }
             }
             reply.ok()
         } catch {
@@ -199,7 +206,9 @@ extension SandboxFileSystem {
             let (movedStat, otherStat) = try parent.withFD { (from) throws(Errno) in
                 try newParent.withFD { (to) throws(Errno) in
                     if !flags.contains(.exchange) { nodes.keepIfLastName(in: to, newName.cString) }
-                    try Backing.rename(in: from, name.cString, to: to, newName.cString, flags: flags.rawValue)
+                    try charged(removing: flags.contains(.exchange) ? nil : newName.cString, in: to, also: [from]) { () throws(Errno) in
+                        try Backing.rename(in: from, name.cString, to: to, newName.cString, flags: flags.rawValue)
+                    }
                     return (moved != destination ? try? Backing.stat(in: to, newName.cString) : nil,
                             flags.contains(.exchange) ? try? Backing.stat(in: from, name.cString) : nil)
                 }

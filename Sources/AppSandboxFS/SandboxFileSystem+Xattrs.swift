@@ -29,7 +29,9 @@ extension SandboxFileSystem {
         if node.isSymlink { reply.error(.notPermitted); return }
         do {
             try withCString(XattrNames.backingName(for: visible)) { (backing) throws(Errno) in
-                try node.withFD { (fd) throws(Errno) in try Backing.setxattr(fd, backing, value, flags: flags.rawValue) }
+                try node.withFD { (fd) throws(Errno) in
+                    try charged(reserving: newEntrySpace, [fd]) { () throws(Errno) in try Backing.setxattr(fd, backing, value, flags: flags.rawValue) }
+                }
             }
             reply.ok()
         } catch {
@@ -129,7 +131,9 @@ extension SandboxFileSystem {
         if node.isSymlink { reply.error(.noData); return }
         do {
             try withCString(XattrNames.backingName(for: visible)) { (backing) throws(Errno) in
-                try node.withFD { (fd) throws(Errno) in try Backing.removexattr(fd, backing) }
+                try node.withFD { (fd) throws(Errno) in
+                    try charged([fd]) { () throws(Errno) in try Backing.removexattr(fd, backing) }
+                }
             }
             reply.ok()
         } catch {

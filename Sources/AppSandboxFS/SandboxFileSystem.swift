@@ -22,6 +22,8 @@ public final class SandboxFileSystem: FileSystemOperations {
     /// from outside the backing directory (`mount --bundle`).
     let bundleRoot: Int32?
     let bundleName: String
+    /// The disk of `mount --capacity` (Q1-Q3), nil without one.
+    let capacity: CapacityLedger?
     /// The session, for telling the kernel to drop cached entries.
     let session = Locked<FuseSession?>(nil)
 
@@ -51,6 +53,7 @@ public final class SandboxFileSystem: FileSystemOperations {
         nodes = NodeTable(rootFD: rootFD, stat: rootStat, cache: cache)
         bundleName = configuration.layout.bundleName
         denials = try DenialLog(file: configuration.denialLogFile)
+        capacity = configuration.capacity.map { CapacityLedger(capacity: $0, roots: roots.map(\.fd)) }
     }
 
     /// Gives the file system its session, once mounted.

@@ -28,6 +28,17 @@ public enum TreeRemover {
         return failures
     }
 
+    /// Removes everything inside the folder `fd` holds (a descriptor opened
+    /// for reading, O_DIRECTORY): for callers that reached the folder
+    /// through descriptors themselves (`update`'s staging folder).
+    public static func removeContents(ofFolder fd: Int32) -> [Failure] {
+        var failures: [Failure] = []
+        var folderStat = stat()
+        guard fstat(fd, &folderStat) == 0 else { return [Failure(path: ".", errno: Errno(rawValue: errno))] }
+        removeContents(of: fd, device: folderStat.st_dev, prefix: "", failures: &failures)
+        return failures
+    }
+
     private static func removeContents(of folder: Int32, device: dev_t, prefix: String, failures: inout [Failure]) {
         // Read all names first: removing while reading a directory stream may skip entries.
         guard let names = entries(of: folder) else {

@@ -20,5 +20,5 @@ struct AppSandboxFSCommand: ParsableCommand {
             """,
         subcommands: [InitCommand.self, MountCommand.self, UnmountCommand.self, DeliverCommand.self,
                       BackupReportCommand.self, PurgeCommand.self, BackupCommand.self, RestoreCommand.self,
-                      EnvCommand.self, RunCommand.self, StatusCommand.self])
+                      EnvCommand.self, RunCommand.self, StatusCommand.self, UpdateCommand.self])
 }
