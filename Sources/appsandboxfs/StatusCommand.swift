@@ -71,9 +71,11 @@ struct StatusEntry: Encodable {
     var mountOptions: String?
     /// What the driver was started with, nil when it left no record.
     var options: MountRecord.Options?
+    /// The disk of a `--capacity` mount (Q4), nil for other mounts.
+    var capacity: CapacityUse? = nil
 
     enum CodingKeys: String, CodingKey {
-        case mountpoint, backing, appName, pid, state, started, mountOptions, options
+        case mountpoint, backing, appName, pid, state, started, mountOptions, options, capacity
     }
 
     /// Every key always, null when unknown: a stable shape for tools.
@@ -87,6 +89,7 @@ struct StatusEntry: Encodable {
         try container.encode(started, forKey: .started)
         try container.encode(mountOptions, forKey: .mountOptions)
         try container.encode(options, forKey: .options)
+        try container.encode(capacity, forKey: .capacity)
     }
 
     /// The mount table's container mounts matched with the drivers'
@@ -102,7 +105,8 @@ struct StatusEntry: Encodable {
             entries.append(StatusEntry(
                 mountpoint: mount.mountpoint, backing: mount.source, appName: found?.record.appName,
                 pid: found?.record.pid, state: alive ? .mounted : .stale, started: found?.record.started,
-                mountOptions: mount.options, options: found?.record.options))
+                mountOptions: mount.options, options: found?.record.options,
+                capacity: alive ? found?.record.options.capacity.flatMap { CapacityUse.measure(mount.mountpoint, size: $0) } : nil))
         }
         for (record, alive) in records {
             entries.append(StatusEntry(

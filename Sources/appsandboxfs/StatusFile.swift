@@ -37,9 +37,12 @@ struct MountRecord: Codable, Equatable {
         var debug: Bool
         /// The `-o` options, one per element.
         var mountOptions: [String]
+        /// `--capacity` in bytes (Q1), nil without one. Optional when
+        /// decoding: records of older drivers lack it.
+        var capacity: Int64? = nil
 
         enum CodingKeys: String, CodingKey {
-            case bundle, keepTmp, denialLog, log, cacheTimeout, writeback, keepCache, threads, debug, mountOptions
+            case bundle, keepTmp, denialLog, log, cacheTimeout, writeback, keepCache, threads, debug, mountOptions, capacity
         }
 
         /// Every key always, null when not given (decoding is synthesized).
@@ -55,6 +58,7 @@ struct MountRecord: Codable, Equatable {
             try container.encode(threads, forKey: .threads)
             try container.encode(debug, forKey: .debug)
             try container.encode(mountOptions, forKey: .mountOptions)
+            try container.encode(capacity, forKey: .capacity)
         }
 
         /// The options as `mount -o` / fstab would spell them (the mount
@@ -66,6 +70,7 @@ struct MountRecord: Codable, Equatable {
             if keepTmp { parts.append("keep_tmp") }
             if debug { parts.append("debug") }
             if let bundle { parts.append("bundle=\(bundle)") }
+            if let capacity { parts.append("capacity=\(capacity)") }
             if let denialLog { parts.append("denial_log=\(denialLog)") }
             if let log { parts.append("log=\(log)") }
             return (parts + mountOptions).joined(separator: ",")
@@ -98,7 +103,8 @@ enum StatusFile {
             denialLog: command.denialLog.map(absolutePath), log: command.log.map(absolutePath),
             cacheTimeout: command.cacheTimeout, writeback: command.writeback, keepCache: command.keepCache,
             threads: command.threads, debug: command.debug,
-            mountOptions: command.options.flatMap { $0.split(separator: ",").map(String.init) })
+            mountOptions: command.options.flatMap { $0.split(separator: ",").map(String.init) },
+            capacity: command.capacity?.bytes)
         let record = MountRecord(
             pid: pid, processStart: processStartTime(pid) ?? 0, mountpoint: mountpoint, backing: backing,
             appName: appName, started: iso8601(Date()), options: options)
