@@ -415,7 +415,18 @@ class AppSandboxFS(System):
         run(self.tools["appsandboxfs"], "unmount", self.mnt)
 
 
-SYSTEMS = {cls.name: cls for cls in (Native, PassthroughLL, Bindfs, AppSandboxFS)}
+class AppSandboxFSCapacity(AppSandboxFS):
+    """appsandboxfs with `--capacity` (rules Q1-Q3): no passthrough, every
+    write counted by the driver. The capacity is far above what the
+    workloads write, so the row shows the cost of counting, never ENOSPC."""
+    name = "appsandboxfs-capacity"
+
+    def mount(self):
+        self.tools = dict(self.tools, appsandboxfs_args=[*self.tools["appsandboxfs_args"], "--capacity", "1T"])
+        return super().mount()
+
+
+SYSTEMS = {cls.name: cls for cls in (Native, PassthroughLL, Bindfs, AppSandboxFS, AppSandboxFSCapacity)}
 
 
 # --------------------------------------------------------------------------
