@@ -17,7 +17,7 @@ struct UpdateCommand: ParsableCommand {
             --bundle DIR shows the build live and needs no update.
             Examples:
               appsandboxfs update ~/containers/MyApp --bundle build/MyApp.app
-              appsandboxfs update ~/containers/MyApp --bundle build/MyApp2.app --app-name MyApp2
+              appsandboxfs update ~/MyApp --bundle build/MyApp2.app --app-name MyApp2
             """)
 
     @Argument(help: "The container (its backing directory).")
