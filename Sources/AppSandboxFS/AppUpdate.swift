@@ -49,10 +49,12 @@ public struct AppUpdate {
     public func run() throws(UpdateFailure) -> Outcome {
         let root = try openContainerRoot()
         defer { close(root) }
-        // One update at a time: a second one would take the first one's
-        // staging folder for a leftover.
+        // One update at a time (a second one would take the first one's
+        // staging folder for a leftover), and none under a driver: drivers
+        // hold a shared lock on the root while they serve (ContainerTmp),
+        // in any mount namespace.
         guard flock(root, LOCK_EX | LOCK_NB) == 0 else {
-            throw UpdateFailure("\(backing): another update of this container is running")
+            throw UpdateFailure("\(backing): in use: a driver serves this container (mounted, perhaps in another mount namespace) or another update is running")
         }
         let sourceFD = open(source, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard sourceFD >= 0 else { throw UpdateFailure("bundle \(source)", errno: errno) }

@@ -28,13 +28,16 @@ public enum TreeRemover {
         return failures
     }
 
-    /// Removes everything inside the folder `fd` holds (a descriptor opened
-    /// for reading, O_DIRECTORY): for callers that reached the folder
-    /// through descriptors themselves (`update`'s staging folder).
-    public static func removeContents(ofFolder fd: Int32) -> [Failure] {
-        var failures: [Failure] = []
+    /// Removes everything inside the folder open as `folder` (an O_RDONLY
+    /// or O_PATH descriptor of a folder; the folder itself stays): for callers
+    /// that opened and checked the folder themselves.
+    public static func removeContents(ofFolder folder: Int32) -> [Failure] {
+        let fd = openat(folder, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return [Failure(path: ".", errno: Errno(rawValue: errno))] }
+        defer { close(fd) }
         var folderStat = stat()
         guard fstat(fd, &folderStat) == 0 else { return [Failure(path: ".", errno: Errno(rawValue: errno))] }
+        var failures: [Failure] = []
         removeContents(of: fd, device: folderStat.st_dev, prefix: "", failures: &failures)
         return failures
     }
