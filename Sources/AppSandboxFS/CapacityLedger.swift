@@ -1,6 +1,7 @@
 import BackingStore
 import FuseKit
 import Glibc
+import SandboxPolicy
 import SystemPackage
 
 /// The disk of a `mount --capacity SIZE` (rules Q1-Q3): how much of SIZE
@@ -69,11 +70,6 @@ public final class CapacityLedger: Sendable {
         state = Locked(initial)
     }
 
-    /// Space used and free now (Q1, Q4).
-    public var usage: (used: Int64, free: Int64) {
-        state.withLock { state in (state.used, max(0, capacity - state.used)) }
-    }
-
     /// statfs through the mount: a disk of `capacity` bytes (Q1).
     public func statfs(_ backing: statvfs) -> statvfs {
         var result = backing
@@ -116,22 +112,11 @@ public final class CapacityLedger: Sendable {
         return try body(allowed)
     }
 
-    /// How much of a write fits, and the space to reserve for it.
+    /// How much of a write fits, and the space to reserve for it (Q2).
     func writable(_ status: stat, offset: Int64, length: Int64, free: Int64) -> (allowed: Int, need: Int64) {
-        let size = Int64(status.st_size)
-        let allocatedEnd = (size + blockSize - 1) / blockSize
-        // A file allocated up to its end needs blocks only past it; a
-        // sparse one may need a block for every block the write covers.
-        let dense = Self.bytes(status) >= allocatedEnd * blockSize
-        let firstBlock = offset / blockSize
-        let firstNew = dense ? max(firstBlock, allocatedEnd) : firstBlock
-        let endBlock = (offset + length + blockSize - 1) / blockSize
-        let needed = max(0, endBlock - firstNew)
-        if needed * blockSize <= free { return (Int(length), needed * blockSize) }
-        let fitting = max(0, free / blockSize)
-        let prefixEnd = (firstNew + fitting) * blockSize
-        let allowed = min(length, max(0, prefixEnd - offset))
-        return (Int(allowed), fitting * blockSize)
+        let decision = DiskSpace.writable(size: Int64(status.st_size), allocated: Self.bytes(status), offset: offset,
+                                          length: length, free: free, blockSize: blockSize)
+        return (Int(decision.allowed), decision.reserve)
     }
 
     /// A file was created (create, mkdir, symlink, mknod): its own blocks.
