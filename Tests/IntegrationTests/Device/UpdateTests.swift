@@ -191,6 +191,22 @@ struct UpdateTests {
         #expect(s.dataSnapshot() == data)
     }
 
+    @Test("U3 a leftover staging name that is a link to a folder elsewhere is removed as a link; its target is untouched")
+    func leftoverLinkNotFollowed() throws {
+        let s = try Setup()
+        defer { removeTree(s.root) }
+        let victim = s.root + "/victim"
+        try makeDirectory(victim)
+        try writeFile(victim + "/precious", "keep me\n")
+        #expect(RulesSys.symlink(victim, s.backing + "/.appsandboxfs-update-1") == 0)
+        let before = RulesTreeSnapshot(of: victim)
+        let result = s.update(s.newBuild)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(RulesTreeSnapshot(of: victim).changes(since: before) == [])
+        #expect(RulesSys.lstat(s.backing + "/.appsandboxfs-update-1").rulesValue == nil)
+        #expect(Self.copyDifferences(s.newBuild, s.bundle) == [])
+    }
+
     @Test("U4 a container mounted with --bundle DIR shows the build live; update on it says so")
     func liveBundleMount() throws {
         let build = try makeTemporaryDirectory(prefix: "update-live")
