@@ -9,9 +9,11 @@ import SystemPackage
 /// changing call did.
 ///
 /// Usage is in allocated bytes (st_blocks × 512), a file with several links
-/// counted once, as df counts. It starts from a walk of the backing tree at
-/// mount time; after that every call that can change allocation goes
-/// through `change(reserving:tracking:_:)`:
+/// counted once, as df counts. It starts from a walk of the backing tree,
+/// made under the lock at the first request that needs the count: after
+/// the mount, so after the driver emptied tmp, and before any change is
+/// counted (every change waits on the lock). After that every call that can
+/// change allocation goes through `change(reserving:tracking:_:)`:
 ///
 /// 1. under the lock, the space the call may need is reserved (refused with
 ///    ENOSPC when used + reserved + need > capacity) and each file it
@@ -39,6 +41,8 @@ public final class CapacityLedger: Sendable {
     }
 
     struct State {
+        /// Whether the walk was made (`used` counts from then).
+        var measured = false
         var used: Int64 = 0
         var reserved: Int64 = 0
         var inFlight: [InodeKey: Tracked] = [:]
@@ -53,28 +57,40 @@ public final class CapacityLedger: Sendable {
     }
 
     private let state: Locked<State>
+    /// Descriptors of the trees to count (the backing root, an outside
+    /// bundle): the ledger's own copies, closed after the walk.
+    private let roots: [Int32]
 
-    /// Walks the trees under `roots` (descriptors of folders) to find the
-    /// space they occupy. Root entries starting with `.appsandboxfs` are the
-    /// driver's and `update`'s own and do not count.
+    /// `roots`: descriptors of the folders whose trees make the disk's
+    /// contents. Root entries starting with `.appsandboxfs` are the tools'
+    /// own and do not count.
     public init(capacity: Int64, roots: [Int32], blockSize: Int64 = 4096) {
         self.capacity = capacity
         self.blockSize = blockSize
-        var seen: Set<InodeKey> = []
-        var used: Int64 = 0
-        for root in roots {
-            used += Self.occupied(by: root, seen: &seen, isRoot: true)
+        self.roots = roots.map { dup($0) }
+        state = Locked(State())
+    }
+
+    /// Runs `body` under the lock, after the first walk.
+    private func withState<T, E: Error>(_ body: (inout State) throws(E) -> T) throws(E) -> T {
+        try state.withLock { (state) throws(E) -> T in
+            if !state.measured {
+                var seen: Set<InodeKey> = []
+                for root in roots where root >= 0 {
+                    state.used += Self.occupied(by: root, seen: &seen, isRoot: true)
+                    close(root)
+                }
+                state.measured = true
+            }
+            return try body(&state)
         }
-        var initial = State()
-        initial.used = used
-        state = Locked(initial)
     }
 
     /// statfs through the mount: a disk of `capacity` bytes (Q1).
     public func statfs(_ backing: statvfs) -> statvfs {
         var result = backing
         let unit = Int64(max(backing.f_frsize, 1))
-        let used = state.withLock { $0.used }
+        let used = withState { $0.used }
         result.f_blocks = fsblkcnt_t(capacity / unit)
         let free = fsblkcnt_t(max(0, capacity - used) / unit)
         result.f_bfree = free
@@ -99,7 +115,7 @@ public final class CapacityLedger: Sendable {
     /// partly fits writes a prefix). `body` gets the length it may write.
     public func write(_ fd: Int32, offset: off_t, length: Int, _ body: (Int) throws(Errno) -> Int) throws(Errno) -> Int {
         guard length > 0 else { return try body(length) }
-        let (allowed, reserved, key) = try state.withLock { (state) throws(Errno) -> (Int, Int64, InodeKey) in
+        let (allowed, reserved, key) = try withState { (state) throws(Errno) -> (Int, Int64, InodeKey) in
             let status = try Self.stat(fd)
             let (allowed, need) = writable(status, offset: Int64(offset), length: Int64(length), free: capacity - state.used - state.reserved)
             guard allowed > 0 else { throw Errno.noSpace }
@@ -123,7 +139,7 @@ public final class CapacityLedger: Sendable {
     /// Called before the reply, so no other call on it can run yet.
     public func added(_ fd: Int32) {
         guard let status = try? Self.stat(fd) else { return }
-        state.withLock { state in
+        withState { state in
             state.freed.remove(InodeKey(status))
             state.used += Self.bytes(status)
         }
@@ -132,14 +148,14 @@ public final class CapacityLedger: Sendable {
     /// A handle of the file was opened.
     public func opened(_ fd: Int32) {
         guard let status = try? Self.stat(fd) else { return }
-        state.withLock { $0.openHandles[InodeKey(status), default: 0] += 1 }
+        withState { $0.openHandles[InodeKey(status), default: 0] += 1 }
     }
 
     /// A handle is about to be closed: an unlinked file's last one frees it.
     public func releasing(_ fd: Int32) {
         guard let status = try? Self.stat(fd) else { return }
         let key = InodeKey(status)
-        state.withLock { state in
+        withState { state in
             let remaining = (state.openHandles[key] ?? 1) - 1
             state.openHandles[key] = remaining > 0 ? remaining : nil
             if remaining <= 0, state.orphans.remove(key) != nil {
@@ -153,7 +169,7 @@ public final class CapacityLedger: Sendable {
     // MARK: Inside
 
     private func begin(reserving bytes: Int64, tracking fds: [Int32]) throws(Errno) -> [InodeKey] {
-        try state.withLock { (state) throws(Errno) -> [InodeKey] in
+        try withState { (state) throws(Errno) -> [InodeKey] in
             if bytes > 0 && state.used + state.reserved + bytes > capacity { throw Errno.noSpace }
             var keys: [InodeKey] = []
             for fd in fds {
@@ -177,7 +193,7 @@ public final class CapacityLedger: Sendable {
     }
 
     private func end(reserved: Int64, tracking fds: [Int32], keys: [InodeKey]) {
-        state.withLock { state in
+        withState { state in
             state.reserved -= reserved
             for (fd, key) in zip(fds, keys) {
                 guard var tracked = state.inFlight[key] else { continue }

@@ -29,12 +29,12 @@ struct StatusCommand: ParsableCommand {
     var json = false
 
     func run() throws {
-        var mounts = StatusEntry.all()
+        let wanted = mountpoints.isEmpty ? nil : Set(mountpoints.map(absolutePath))
+        var mounts = StatusEntry.all(only: wanted)
         var missing: [String] = []
-        if !mountpoints.isEmpty {
-            let wanted = mountpoints.map(absolutePath)
+        if let wanted {
             mounts = mounts.filter { wanted.contains($0.mountpoint) }
-            missing = wanted.filter { path in !mounts.contains { $0.mountpoint == path && $0.state != .gone } }
+            missing = wanted.filter { path in !mounts.contains { $0.mountpoint == path && $0.state != .gone } }.sorted()
         }
         if json {
             try JSONOutput.print(Output(mounts: mounts))
@@ -94,10 +94,12 @@ struct StatusEntry: Encodable {
 
     /// The mount table's container mounts matched with the drivers'
     /// records, then the records that match no mount.
-    static func all() -> [StatusEntry] {
-        var records = StatusFile.records()
+    /// `only`: these mountpoints, the others not even probed (a mount
+    /// whose driver hangs would hang a statfs of it).
+    static func all(only: Set<String>? = nil) -> [StatusEntry] {
+        var records = StatusFile.records().filter { only?.contains($0.record.mountpoint) ?? true }
         var entries: [StatusEntry] = []
-        for mount in ContainerMountInfo.entries() {
+        for mount in ContainerMountInfo.entries() where only?.contains(mount.mountpoint) ?? true {
             let index = records.firstIndex { $0.record.mountpoint == mount.mountpoint && $0.record.backing == mount.source && $0.alive }
                 ?? records.firstIndex { $0.record.mountpoint == mount.mountpoint && $0.record.backing == mount.source }
             let found = index.map { records.remove(at: $0) }

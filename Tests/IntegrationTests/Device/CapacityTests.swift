@@ -61,7 +61,12 @@ struct CapacityTests {
 
     @Test("Q1 statfs and df show a disk of SIZE, its free space SIZE minus what the backing tree occupies, within 1 %")
     func statfsShowsCapacity() throws {
-        try withMountedContainer(extraArguments: Self.arguments) { m in
+        // What a killed driver left in tmp goes at the mount (T2): it must
+        // not count; the data in Documents must.
+        try withMountedContainer(extraArguments: Self.arguments, prepare: { backing in
+            try writeFile(backing + "/tmp/left-by-a-killed-driver", RulesSys.pattern(2 << 20))
+            try writeFile(backing + "/Documents/kept", RulesSys.pattern(1 << 20))
+        }) { m in
             func check(_ label: String) {
                 let disk = Self.disk(m.mountpoint)
                 #expect(disk.total == Self.capacity, "\(label): total \(disk.total)")
