@@ -55,7 +55,7 @@ struct MountCommand: ParsableCommand {
     @Option(help: "Give the container a disk of SIZE bytes (K, M, G, T: powers of 1024): df shows it, writes past it fail with ENOSPC. Turns passthrough off.")
     var capacity: ByteSize?
 
-    @Option(help: "Seconds the kernel may cache names and attributes.")
+    @Option(help: "Seconds the kernel may cache names (attributes: at most 1 s, so that a change made in the backing directory shows).")
     var cacheTimeout: Double = 86400
 
     @Flag(inversion: .prefixedNo, help: "Let the kernel cache writes and send them in large batches (writeback cache).")
@@ -129,7 +129,7 @@ struct MountCommand: ParsableCommand {
         configuration.keepTmp = keepTmp
         configuration.denialLogFile = denialLog.map(absolutePath)
         configuration.entryTimeout = cacheTimeout
-        configuration.attributeTimeout = cacheTimeout
+        configuration.attributeTimeout = min(cacheTimeout, MountConfiguration.longestAttributeTimeout)
         configuration.maxThreads = threads
         configuration.descriptorCacheSize = descriptorCache
         configuration.writebackCache = writeback
