@@ -517,9 +517,20 @@ class AppSandboxFSUring(AppSandboxFS):
         return [*self.tools["appsandboxfs_args"], "--io-uring"]
 
 
-SYSTEMS = {cls.name: cls for cls in (Native, PassthroughLL, Bindfs, AppSandboxFS, AppSandboxFSUring)}
+class AppSandboxFSCapacity(AppSandboxFS):
+    """appsandboxfs with `--capacity` (rules Q1-Q3): no passthrough, every
+    write counted by the driver. The capacity is far above what the
+    workloads write, so the row shows the cost of counting, never ENOSPC."""
+    name = "appsandboxfs_capacity"
+
+    def mount_args(self):
+        return [*self.tools["appsandboxfs_args"], "--capacity", "1T"]
+
+
+SYSTEMS = {cls.name: cls for cls in (Native, PassthroughLL, Bindfs, AppSandboxFS, AppSandboxFSUring,
+                                    AppSandboxFSCapacity)}
 # What runs without --only: appsandboxfs_uring needs Linux 6.14 and is an option.
-DEFAULT_SYSTEMS = ["native", "passthrough_ll", "bindfs", "appsandboxfs"]
+DEFAULT_SYSTEMS = ["native", "passthrough_ll", "bindfs", "appsandboxfs", "appsandboxfs_capacity"]
 
 
 # --------------------------------------------------------------------------

@@ -35,7 +35,7 @@ public struct MountConfiguration: Sendable {
     /// each passthrough write. Off only to compare.
     public var killPrivV2 = true
     /// Whether opens ask for passthrough.
-    public var usesPassthrough: Bool { passthrough && !writebackCache }
+    public var usesPassthrough: Bool { passthrough && !writebackCache && capacity == nil }
     public var maxThreads = 10
     /// O_PATH descriptors kept open for files the kernel knows (the others
     /// are opened again from their file handles). nil: a quarter of the
@@ -48,6 +48,10 @@ public struct MountConfiguration: Sendable {
     /// The denial lines' own log stream (a background driver's goes to
     /// syslog under its own name); nil: standard error.
     public var denialLogger: Logger?
+    /// `--capacity`: the disk's size in bytes (Q1), nil for the backing
+    /// file system's own. Such mounts do not use passthrough: the driver
+    /// counts every write.
+    public var capacity: Int64?
 
     public init(backing: String, mountpoint: String, layout: ContainerLayout) {
         self.backing = backing

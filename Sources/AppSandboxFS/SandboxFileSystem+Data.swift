@@ -33,7 +33,9 @@ extension SandboxFileSystem {
             openFlags &= ~O_APPEND
         }
         let opened = guarded(verdict, request, at: .node(node)) { () throws(Errno) in
-            let fd = try node.withFD { (fd) throws(Errno) in try Backing.reopen(fd, flags: openFlags) }
+            let fd = try node.withFD { (fd) throws(Errno) in
+                try charged(flags.truncates ? [fd] : []) { () throws(Errno) in try Backing.reopen(fd, flags: openFlags) }
+            }
             // The kernel leaves an O_TRUNC open's clearing of set-ID bits to
             // the driver (atomic O_TRUNC), and the driver's own open, as
             // root, clears nothing.
@@ -47,8 +49,10 @@ extension SandboxFileSystem {
         }
         switch opened {
         case .success(let fd):
+            capacity?.opened(fd)
             // No release comes for a handle the kernel did not take.
             if !reply.opened(FileHandle(rawValue: UInt64(fd)), options: openOptions(request, node: id, flags: flags, descriptor: fd)) {
+                capacity?.releasing(fd)
                 Backing.close(fd)
             }
         case .failure(let error):
@@ -67,7 +71,9 @@ extension SandboxFileSystem {
             // The bits go before the data, as the kernel removes them
             // (file_remove_privs) before it writes.
             if mustClearSetIDBits(request) { try Self.dropSetIDBits(descriptor(handle)) }
-            return try Backing.pwrite(descriptor(handle), data, at: offset)
+            return try chargedWrite(descriptor(handle), at: offset, length: data.count) { (allowed) throws(Errno) in
+                try Backing.pwrite(descriptor(handle), UnsafeRawBufferPointer(rebasing: data[..<allowed]), at: offset)
+            }
         }, reply)
     }
 
@@ -76,6 +82,7 @@ extension SandboxFileSystem {
     }
 
     public func release(_ request: Request, node: NodeID, handle: FileHandle, flags: OpenFlags, reply: consuming ReplyStatus) {
+        capacity?.releasing(descriptor(handle))
         Backing.close(descriptor(handle))
         reply.ok()
     }
@@ -94,7 +101,9 @@ extension SandboxFileSystem {
         let node = nodes.node(id)
         send(guarded(.allocate(zone(of: node)), request, at: .node(node)) { () throws(Errno) in
             if mustClearSetIDBits(request) { try Self.dropSetIDBits(descriptor(handle)) }
-            try Backing.fallocate(descriptor(handle), mode: mode, offset: offset, length: length)
+            try chargedAllocate(descriptor(handle), mode: mode, offset: offset, length: length) { () throws(Errno) in
+                try Backing.fallocate(descriptor(handle), mode: mode, offset: offset, length: length)
+            }
         }, reply)
     }
 
@@ -104,9 +113,11 @@ extension SandboxFileSystem {
         let target = nodes.node(destination)
         send(guarded(.write(zone(of: target)), request, at: .node(target)) { () throws(Errno) in
             if mustClearSetIDBits(request) { try Self.dropSetIDBits(descriptor(destinationHandle)) }
-            return try Backing.copyFileRange(from: descriptor(sourceHandle), at: sourceOffset,
-                                             to: descriptor(destinationHandle), at: destinationOffset,
-                                             length: length, flags: flags)
+            return try chargedWrite(descriptor(destinationHandle), at: destinationOffset, length: length) { (allowed) throws(Errno) in
+                try Backing.copyFileRange(from: descriptor(sourceHandle), at: sourceOffset,
+                                          to: descriptor(destinationHandle), at: destinationOffset,
+                                          length: allowed, flags: flags)
+            }
         }, reply)
     }
 

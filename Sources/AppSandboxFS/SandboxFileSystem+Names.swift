@@ -14,13 +14,14 @@ extension SandboxFileSystem {
     /// file owned by root with the caller's mode must not stay behind.
     private func makeEntry(_ request: Request, parent: Node, name: UnsafePointer<CChar>, mode: mode_t = 0,
                            _ make: () throws(Errno) -> Void) throws(Errno) -> Entry {
-        try make()
+        try parent.withFD { (folder) throws(Errno) in try charged(reserving: newEntrySpace, [folder], make) }
         let chowned: Bool
         do throws(Errno) { chowned = try giveToCaller(request, in: parent, name) } catch {
             removeAfterFailure(parent, name)
             throw error
         }
         var (node, attributes) = try lookupChild(parent, name)
+        chargeAdded(node)
         if chowned && Self.lostSetIDBits(requested: mode, now: attributes) {
             attributes = try node.withFD { (fd) throws(Errno) in
                 try Backing.chmod(fd, mode: mode & 0o7777)
@@ -96,7 +97,9 @@ extension SandboxFileSystem {
         send(guarded(.link(source: zone(of: node), into: zone(of: parent)), request,
                      at: .child(parent, newName.cString)) { () throws(Errno) in
             try node.withFD { (fd) throws(Errno) in
-                try parent.withFD { (folder) throws(Errno) in try Backing.link(fd, in: folder, newName.cString) }
+                try parent.withFD { (folder) throws(Errno) in
+                    try charged(reserving: newEntrySpace, [folder]) { () throws(Errno) in try Backing.link(fd, in: folder, newName.cString) }
+                }
             }
             let (linked, attributes) = try lookupChild(parent, newName.cString)
             return entry(for: linked, stat: attributes)
@@ -108,7 +111,9 @@ extension SandboxFileSystem {
         let parent = nodes.node(id)
         let made = guarded(.create(in: zone(of: parent)), request, at: .child(parent, name.cString)) { () throws(Errno) in
             let fd = try parent.withFD { (folder) throws(Errno) in
-                try Backing.create(in: folder, name.cString, flags: flags.rawValue, mode: mode)
+                try charged(reserving: newEntrySpace, [folder]) { () throws(Errno) in
+                    try Backing.create(in: folder, name.cString, flags: flags.rawValue, mode: mode)
+                }
             }
             do throws(Errno) {
                 let chowned: Bool
@@ -129,10 +134,13 @@ extension SandboxFileSystem {
         }
         switch made {
         case .success(let (entry, fd)):
+            capacity?.added(fd)
+            capacity?.opened(fd)
             let sent = reply.created(entry, handle: FileHandle(rawValue: UInt64(fd)),
                                      options: openOptions(request, node: entry.node, flags: flags, descriptor: fd))
             if !sent {
                 // No release will come for this handle, nor a forget for this lookup.
+                capacity?.releasing(fd)
                 Backing.close(fd)
                 forget(entry.node, lookups: 1)
             }
@@ -147,7 +155,7 @@ extension SandboxFileSystem {
                      at: .child(parent, name.cString)) { () throws(Errno) in
             try parent.withFD { (folder) throws(Errno) in
                 nodes.keepIfLastName(in: folder, name.cString)
-                try Backing.unlink(in: folder, name.cString)
+                try charged(removing: name.cString, in: folder) { () throws(Errno) in try Backing.unlink(in: folder, name.cString) }
             }
             nodes.removed(nameBytes(name.cString), in: parent)
         }, reply)
@@ -159,7 +167,7 @@ extension SandboxFileSystem {
                      at: .child(parent, name.cString)) { () throws(Errno) in
             try parent.withFD { (folder) throws(Errno) in
                 nodes.keepIfLastName(in: folder, name.cString)
-                try Backing.rmdir(in: folder, name.cString)
+                try charged(removing: name.cString, in: folder) { () throws(Errno) in try Backing.rmdir(in: folder, name.cString) }
             }
             nodes.removed(nameBytes(name.cString), in: parent)
         }, reply)
@@ -199,7 +207,9 @@ extension SandboxFileSystem {
             try parent.withFD { (from) throws(Errno) in
                 try newParent.withFD { (to) throws(Errno) in
                     if !flags.contains(.exchange) { nodes.keepIfLastName(in: to, newName.cString) }
-                    try Backing.rename(in: from, name.cString, to: to, newName.cString, flags: flags.rawValue)
+                    try charged(removing: flags.contains(.exchange) ? nil : newName.cString, in: to, also: [from]) { () throws(Errno) in
+                        try Backing.rename(in: from, name.cString, to: to, newName.cString, flags: flags.rawValue)
+                    }
                 }
             }
             // Nodes below a moved folder derive their zone through it: the

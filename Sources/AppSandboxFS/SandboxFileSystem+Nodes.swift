@@ -49,7 +49,9 @@ extension SandboxFileSystem {
                     try Backing.chown(nodeFD, uid: changes.uid ?? uid_t.max, gid: changes.gid ?? gid_t.max)
                 }
                 if let size = changes.size {
-                    if let openFD { _ = try check(ftruncate(openFD, size)) } else { try Backing.truncate(nodeFD, size: size) }
+                    try charged([nodeFD]) { () throws(Errno) in
+                        if let openFD { _ = try check(ftruncate(openFD, size)) } else { try Backing.truncate(nodeFD, size: size) }
+                    }
                     if changes.mode == nil && mustClearSetIDBits(request) {
                         if let openFD { try Self.dropSetIDBits(openFD) } else { try Self.dropSetIDBits(node: nodeFD) }
                     }
@@ -116,7 +118,8 @@ extension SandboxFileSystem {
 
     public func statfs(_ request: Request, node: NodeID, reply: consuming ReplyStatfs) {
         do {
-            reply.statfs(try nodes.node(node).withFD { (fd) throws(Errno) in try Backing.statfs(fd) })
+            let backing = try nodes.node(node).withFD { (fd) throws(Errno) in try Backing.statfs(fd) }
+            reply.statfs(capacity?.statfs(backing) ?? backing)
         } catch {
             reply.error(error)
         }

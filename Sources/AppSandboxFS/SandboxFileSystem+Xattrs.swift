@@ -27,7 +27,9 @@ extension SandboxFileSystem {
             // ext4 refuses user attributes on symbolic links.
             if node.isSymlink { throw .notPermitted }
             try withCName(XattrNames.backingName(for: visible)) { (backing) throws(Errno) in
-                try node.withFD { (fd) throws(Errno) in try Backing.setxattr(fd, backing, value, flags: flags.rawValue) }
+                try node.withFD { (fd) throws(Errno) in
+                    try charged(reserving: newEntrySpace, [fd]) { () throws(Errno) in try Backing.setxattr(fd, backing, value, flags: flags.rawValue) }
+                }
             }
         }, reply)
     }
@@ -123,7 +125,9 @@ extension SandboxFileSystem {
             if privilegedNamespace(visible) && request.caller.uid != 0 { throw .notPermitted }
             if node.isSymlink { throw .noData }
             try withCName(XattrNames.backingName(for: visible)) { (backing) throws(Errno) in
-                try node.withFD { (fd) throws(Errno) in try Backing.removexattr(fd, backing) }
+                try node.withFD { (fd) throws(Errno) in
+                    try charged([fd]) { () throws(Errno) in try Backing.removexattr(fd, backing) }
+                }
             }
         }, reply)
     }

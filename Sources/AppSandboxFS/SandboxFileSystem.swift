@@ -23,6 +23,8 @@ public final class SandboxFileSystem: FileSystemOperations {
     let bundleRoot: Int32?
     /// `<App>.app`, as bytes: names are compared byte for byte (B2).
     let bundleName: [UInt8]
+    /// The disk of `mount --capacity` (Q1-Q3), nil without one.
+    let capacity: CapacityLedger?
     /// tmp's life with this mount (T2-T4), from the root descriptor opened
     /// at mount: the driver empties it before mounting and after its
     /// session ends.
@@ -65,6 +67,7 @@ public final class SandboxFileSystem: FileSystemOperations {
         nodes = NodeTable(rootFD: rootFD, stat: rootStat, layout: configuration.layout, cache: cache)
         bundleName = Array(configuration.layout.bundleName.utf8)
         denials = try DenialLog(file: configuration.denialLogFile, logger: configuration.denialLogger)
+        capacity = configuration.capacity.map { CapacityLedger(capacity: $0, roots: roots.map(\.fd)) }
     }
 
     /// Gives the file system its session, once mounted.

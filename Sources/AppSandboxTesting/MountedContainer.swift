@@ -34,6 +34,9 @@ public final class MountedContainer: Sendable {
         public var bundle: String?
         /// Keep tmp's contents at unmount (`--keep-tmp`, rule T4).
         public var keepTmp: Bool
+        /// A disk of this size (`--capacity`: "64M", "1G", bytes; rules
+        /// Q1-Q3): df shows it and writes past it fail with ENOSPC.
+        public var capacity: String?
         /// `-o` options: "ro", "noexec", ...
         public var mountOptions: [String]
         /// More `appsandboxfs mount` arguments ("--cache-timeout", "0").
@@ -59,6 +62,7 @@ public final class MountedContainer: Sendable {
             template: String? = nil,
             bundle: String? = nil,
             keepTmp: Bool = false,
+            capacity: String? = nil,
             mountOptions: [String] = [],
             extraArguments: [String] = [],
             appsandboxfs: String? = nil,
@@ -72,6 +76,7 @@ public final class MountedContainer: Sendable {
             self.template = template
             self.bundle = bundle
             self.keepTmp = keepTmp
+            self.capacity = capacity
             self.mountOptions = mountOptions
             self.extraArguments = extraArguments
             self.appsandboxfs = appsandboxfs
@@ -142,15 +147,19 @@ public final class MountedContainer: Sendable {
     /// The appsandboxfs program that serves the mount.
     public let appsandboxfs: String
 
-    private let driver: Driver
+    /// The driver serving the mount now (`updateApp` starts another).
+    private let currentDriver: Locked<Driver>
+    private var driver: Driver { currentDriver.withLock { $0 } }
     private let options: Options
+    /// The `appsandboxfs mount` command line, to mount again.
+    private let arguments: [String]
     private let tornDown = Locked(false)
     /// The test stopped the driver itself (`waitForDriverExit`): its end is
     /// no failure at the teardown.
     private let exitExpected = Locked(false)
 
     private init(mountpoint: String, backing: String, appName: String, root: String, appsandboxfs: String,
-                 driver: Driver, options: Options) {
+                 driver: Driver, options: Options, arguments: [String]) {
         self.mountpoint = mountpoint
         self.backing = backing
         self.appName = appName
@@ -158,8 +167,9 @@ public final class MountedContainer: Sendable {
         self.denialLogPath = root + "/denials.log"
         self.driverLogPath = root + "/driver.log"
         self.appsandboxfs = appsandboxfs
-        self.driver = driver
+        self.currentDriver = Locked(driver)
         self.options = options
+        self.arguments = arguments
     }
 
     deinit {
@@ -344,6 +354,7 @@ public final class MountedContainer: Sendable {
         arguments += ["--app-name", appName]
         if let bundle = options.bundle { arguments += ["--bundle", bundle] }
         if options.keepTmp { arguments.append("--keep-tmp") }
+        if let capacity = options.capacity { arguments += ["--capacity", capacity] }
         if !options.mountOptions.isEmpty { arguments += ["-o", options.mountOptions.joined(separator: ",")] }
         arguments += options.extraArguments
         try options.prepare?(backing)
@@ -354,6 +365,15 @@ public final class MountedContainer: Sendable {
             close(fd)
         }
 
+        let driver = try startDriver(arguments, mountpoint: mountpoint, root: root, options: options)
+        handedOver = true
+        return MountedContainer(mountpoint: mountpoint, backing: backing, appName: appName, root: root,
+                                appsandboxfs: program, driver: driver, options: options, arguments: arguments)
+    }
+
+    /// Starts `appsandboxfs mount ... --foreground` and waits until the
+    /// mount is ready.
+    private static func startDriver(_ arguments: [String], mountpoint: String, root: String, options: Options) throws -> Driver {
         let driver = try Driver.start(arguments, mountpoint: mountpoint, log: root + "/driver.log")
         let deadline = monotonicSeconds() + options.mountTimeout
         while !MountTable.isContainerMount(mountpoint) {
@@ -372,9 +392,39 @@ public final class MountedContainer: Sendable {
             }
             usleep(5_000)
         }
-        handedOver = true
-        return MountedContainer(mountpoint: mountpoint, backing: backing, appName: appName, root: root,
-                                appsandboxfs: program, driver: driver, options: options)
+        return driver
+    }
+
+    /// Installs a new build of the app as an App Store update does (rules
+    /// U1-U3): unmounts (iOS stops the app), runs `appsandboxfs update
+    /// <backing> --bundle <bundle>`, and mounts again at the same place with
+    /// the same options. Documents and Library keep their contents; tmp is
+    /// emptied by the unmount and mount, as at every launch (T2). Throws
+    /// when the driver did not end cleanly, the update failed (the old build
+    /// is mounted again then) or the new mount did not come up.
+    public func updateApp(bundle: String) throws {
+        let old = driver
+        var result = Self.unmountCommand(mountpoint)
+        var tries = 0
+        while !result.succeeded && isMounted && tries < 20 {
+            usleep(100_000)
+            tries += 1
+            result = Self.unmountCommand(mountpoint)
+        }
+        guard !isMounted else {
+            throw FixtureError("updateApp: unmounting \(mountpoint) failed: \(result.standardError) (a file or working folder still open in it?)")
+        }
+        let status = old.waitForExit(timeout: options.unmountTimeout)
+        old.releaseWatcher()
+        guard status == 0 else {
+            throw FixtureError("updateApp: appsandboxfs ended with status \(status.map(String.init) ?? "none") at the unmount")
+        }
+        let update = try Subprocess.run([appsandboxfs, "update", backing, "--bundle", bundle])
+        let next = try Self.startDriver(arguments, mountpoint: mountpoint, root: root, options: options)
+        currentDriver.withLock { $0 = next }
+        guard update.succeeded else {
+            throw FixtureError("appsandboxfs update \(backing) --bundle \(bundle) failed (\(update.status)): \(update.standardError)")
+        }
     }
 
     /// Unmounts, waits for the driver to end and removes the temporary

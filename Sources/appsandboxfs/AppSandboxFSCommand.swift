@@ -21,5 +21,5 @@ struct AppSandboxFSCommand: ParsableCommand {
         version: Version.description,
         subcommands: [InitCommand.self, MountCommand.self, UnmountCommand.self, DeliverCommand.self,
                       BackupReportCommand.self, PurgeCommand.self, BackupCommand.self, RestoreCommand.self,
-                      EnvCommand.self, RunCommand.self, StatusCommand.self])
+                      EnvCommand.self, RunCommand.self, StatusCommand.self, UpdateCommand.self])
 }

@@ -61,6 +61,9 @@ struct MountCommand: ParsableCommand {
     @Flag(help: "If the mountpoint is a stale mount (its driver died), clean it up first.")
     var recover = false
 
+    @Option(help: "Give the container a disk of SIZE bytes (K, M, G, T: powers of 1024): df shows it, writes past it fail with ENOSPC. Turns passthrough off.")
+    var capacity: ByteSize?
+
     @Option(help: "Seconds the kernel may cache names (attributes: at most 1 s, so that a change made in the backing directory shows).")
     var cacheTimeout: Double = 86400
 
@@ -132,6 +135,9 @@ struct MountCommand: ParsableCommand {
             }
             if !create { try MountChecks.folder(backingPath, role: "backing directory") }
             if let bundlePath { try MountChecks.folder(bundlePath, role: "bundle") }
+            if capacity != nil && writeback {
+                throw Failure("--capacity cannot be used with --writeback: the kernel would accept cached writes that the disk has no room for")
+            }
             if let log { try MountChecks.writableFile(log, role: "log file") }
             if let denialLog { try MountChecks.writableFile(denialLog, role: "denial log") }
             try MountChecks.mountpointUsable(mountPath)
@@ -160,6 +166,7 @@ struct MountCommand: ParsableCommand {
         configuration.passthrough = passthrough
         configuration.killPrivV2 = killPrivV2
         configuration.keepCache = keepCache
+        configuration.capacity = capacity?.bytes
 
         // A background driver without --log has no standard error to speak to.
         let toSyslog = readyFD != nil && log == nil

@@ -17,6 +17,7 @@ struct MountOptions: Equatable {
     static let valued: [String: String] = [
         "app_name": "--app-name", "bundle": "--bundle", "denial_log": "--denial-log", "log": "--log",
         "log_level": "--log-level", "cache_timeout": "--cache-timeout", "threads": "--threads",
+        "capacity": "--capacity",
     ]
     /// The names without a value.
     static let switches: Set<String> = [
@@ -63,6 +64,8 @@ struct MountOptions: Equatable {
             }
         case "threads":
             guard let count = Int(value), count > 0 else { throw ValidationError("-o threads=\(value): not a positive number") }
+        case "capacity":
+            guard ByteSize(argument: value) != nil else { throw ValidationError("-o capacity=\(value): not a size (bytes, or with K, M, G or T)") }
         case "log_level":
             guard LogLevelName(rawValue: value) != nil else {
                 throw ValidationError("-o log_level=\(value): one of \(LogLevelName.allCases.map(\.rawValue).joined(separator: ", "))")
@@ -88,6 +91,7 @@ extension MountCommand {
         if let level = parsed.value("log_level") { logLevel = logLevel ?? LogLevelName(rawValue: level) }
         if let seconds = parsed.value("cache_timeout").flatMap(Double.init) { cacheTimeout = seconds }
         if let count = parsed.value("threads").flatMap(Int.init) { threads = count }
+        capacity = capacity ?? parsed.value("capacity").flatMap(ByteSize.init(argument:))
         if parsed.has("keep_tmp") { keepTmp = true }
         if parsed.has("create") { create = true }
         if parsed.has("recover") { recover = true }
@@ -113,6 +117,7 @@ extension MountCommand {
         if let logLevel { words += ["--log-level", logLevel.rawValue] }
         if cacheTimeout != 86400 { words += ["--cache-timeout", formatSeconds(cacheTimeout)] }
         if threads != 10 { words += ["--threads", String(threads)] }
+        if let capacity { words += ["--capacity", String(capacity.bytes)] }
         if keepTmp { words.append("--keep-tmp") }
         if create { words.append("--create") }
         if recover { words.append("--recover") }

@@ -30,12 +30,12 @@ struct StatusCommand: ParsableCommand {
     var json = false
 
     func run() throws {
-        var mounts = StatusEntry.all()
+        let wanted = mountpoints.isEmpty ? nil : Set(mountpoints.map(absolutePath))
+        var mounts = StatusEntry.all(only: wanted)
         var missing: [String] = []
-        if !mountpoints.isEmpty {
-            let wanted = mountpoints.map(absolutePath)
+        if let wanted {
             mounts = mounts.filter { wanted.contains($0.mountpoint) }
-            missing = wanted.filter { path in !mounts.contains { $0.mountpoint == path && $0.state != .gone } }
+            missing = wanted.filter { path in !mounts.contains { $0.mountpoint == path && $0.state != .gone } }.sorted()
         }
         if json {
             try JSONOutput.print(Output(mounts: mounts))
@@ -74,9 +74,11 @@ struct StatusEntry: Encodable {
     var mountOptions: String?
     /// What the driver was started with, nil when it left no record.
     var options: MountRecord.Options?
+    /// The disk of a `--capacity` mount (Q4), nil for other mounts.
+    var capacity: CapacityUse? = nil
 
     enum CodingKeys: String, CodingKey {
-        case mountpoint, backing, appName, pid, state, started, mountOptions, options
+        case mountpoint, backing, appName, pid, state, started, mountOptions, options, capacity
     }
 
     /// Every key always, null when unknown: a stable shape for tools.
@@ -90,14 +92,17 @@ struct StatusEntry: Encodable {
         try container.encode(started, forKey: .started)
         try container.encode(mountOptions, forKey: .mountOptions)
         try container.encode(options, forKey: .options)
+        try container.encode(capacity, forKey: .capacity)
     }
 
     /// The mount table's container mounts matched with the drivers'
     /// records, then the records that match no mount.
-    static func all() -> [StatusEntry] {
-        var records = StatusFile.records()
+    /// `only`: these mountpoints, the others not even probed (a mount
+    /// whose driver hangs would hang a statfs of it).
+    static func all(only: Set<String>? = nil) -> [StatusEntry] {
+        var records = StatusFile.records().filter { only?.contains($0.record.mountpoint) ?? true }
         var entries: [StatusEntry] = []
-        for mount in MountTable.entries() where mount.isContainer {
+        for mount in MountTable.entries() where mount.isContainer && (only?.contains(mount.mountpoint) ?? true) {
             // A record is this mount's when its mountpoint, backing directory
             // and device agree with the line (the line alone proves nothing).
             let index = records.firstIndex { $0.record.mountpoint == mount.mountpoint && mount.matches($0.record) && $0.alive }
@@ -107,7 +112,8 @@ struct StatusEntry: Encodable {
             entries.append(StatusEntry(
                 mountpoint: mount.mountpoint, backing: mount.source, appName: found?.record.appName,
                 pid: found?.record.pid, state: alive ? .mounted : .stale, started: found?.record.started,
-                mountOptions: mount.options.joined(separator: ","), options: found?.record.options))
+                mountOptions: mount.options.joined(separator: ","), options: found?.record.options,
+                capacity: alive ? found?.record.options.capacity.flatMap { CapacityUse.measure(mount.mountpoint, size: $0) } : nil))
         }
         for (record, alive) in records {
             entries.append(StatusEntry(

@@ -48,9 +48,12 @@ struct MountRecord: Codable, Equatable {
         var passthrough: Bool?
         /// The `-o` options for libfuse, one per element.
         var mountOptions: [String]
+        /// `--capacity` in bytes (Q1), nil without one. Optional when
+        /// decoding: records of older drivers lack it.
+        var capacity: Int64? = nil
 
         enum CodingKeys: String, CodingKey {
-            case bundle, keepTmp, denialLog, log, cacheTimeout, writeback, keepCache, threads, debug, passthrough, mountOptions
+            case bundle, keepTmp, denialLog, log, cacheTimeout, writeback, keepCache, threads, debug, passthrough, mountOptions, capacity
         }
 
         /// Every key always, null when not given (decoding is synthesized).
@@ -67,6 +70,7 @@ struct MountRecord: Codable, Equatable {
             try container.encode(debug, forKey: .debug)
             try container.encode(passthrough, forKey: .passthrough)
             try container.encode(mountOptions, forKey: .mountOptions)
+            try container.encode(capacity, forKey: .capacity)
         }
 
         /// The options as `mount -o` / fstab would spell them (the mount
@@ -79,6 +83,7 @@ struct MountRecord: Codable, Equatable {
             if debug { parts.append("debug") }
             if passthrough == false { parts.append("nopassthrough") }
             if let bundle { parts.append("bundle=\(bundle)") }
+            if let capacity { parts.append("capacity=\(capacity)") }
             if let denialLog { parts.append("denial_log=\(denialLog)") }
             if let log { parts.append("log=\(log)") }
             return (parts + mountOptions).joined(separator: ",")
@@ -113,7 +118,8 @@ enum StatusFile {
             denialLog: command.denialLog.map(absolutePath), log: command.log.map(absolutePath),
             cacheTimeout: command.cacheTimeout, writeback: command.writeback, keepCache: command.keepCache,
             threads: command.threads, debug: command.debug, passthrough: passthrough,
-            mountOptions: command.options.flatMap { $0.split(separator: ",").map(String.init) })
+            mountOptions: command.options.flatMap { $0.split(separator: ",").map(String.init) },
+            capacity: command.capacity?.bytes)
         // From the mount table, not stat(2): the mount is not served yet,
         // and a stat would wait for this very driver (a deadlock).
         let device = MountTable.entry(at: mountpoint)?.deviceNumber

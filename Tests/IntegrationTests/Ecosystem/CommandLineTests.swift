@@ -14,7 +14,7 @@ struct EcosystemCommandLineTests {
     func helpHasExamples() throws {
         let model = try CommandLineModel.load()
         #expect(model.verbs.map(\.name).sorted() == ["backup", "backup-report", "deliver", "env", "init", "mount", "purge",
-                                                     "restore", "run", "status", "unmount"])
+                                                     "restore", "run", "status", "unmount", "update"])
         for verb in model.verbs {
             let help = runProcess([Binaries.appsandboxfs, verb.name, "--help"])
             #expect(help.status == 0)

@@ -34,9 +34,10 @@ struct EcosystemStatusTests {
             #expect(options["cacheTimeout"] as? Double == 0.5)
             #expect(options["mountOptions"] as? [String] == ["noatime"])
             #expect(options["denialLog"] as? String == m.denialLog)
-            #expect(options.keys.sorted() == ["bundle", "cacheTimeout", "debug", "denialLog", "keepCache", "keepTmp",
+            #expect(options.keys.sorted() == ["bundle", "cacheTimeout", "capacity", "debug", "denialLog", "keepCache", "keepTmp",
                                               "log", "mountOptions", "passthrough", "threads", "writeback"])
             #expect(options["passthrough"] as? Bool == true, "passthrough is recorded (the default included)")
+            #expect(entry.keys.contains("capacity") && entry["capacity"] is NSNull, "Q4: null without --capacity")
 
             let table = m.appsandboxfs(["status", m.mountpoint])
             #expect(table.status == 0)

@@ -1,0 +1,265 @@
+import Locking
+import BackingStore
+import FuseKit
+import Glibc
+import SandboxPolicy
+import SystemPackage
+
+/// The disk of a `mount --capacity SIZE` (rules Q1-Q3): how much of SIZE
+/// the container's backing tree occupies, kept exact by measuring what each
+/// changing call did.
+///
+/// Usage is in allocated bytes (st_blocks × 512), a file with several links
+/// counted once, as df counts. It starts from a walk of the backing tree,
+/// made under the lock at the first request that needs the count: after
+/// the mount, so after the driver emptied tmp, and before any change is
+/// counted (every change waits on the lock). After that every call that can
+/// change allocation goes through `change(reserving:tracking:_:)`:
+///
+/// 1. under the lock, the space the call may need is reserved (refused with
+///    ENOSPC when used + reserved + need > capacity) and each file it
+///    touches is registered with its allocation before the call;
+/// 2. the call runs, without the lock;
+/// 3. under the lock, each file is measured again and the difference is
+///    added to `used`; the reservation is returned.
+///
+/// A file's "before" lives in `inFlight` while any call on it runs, so two
+/// calls on one file at once count its change once (whoever settles first
+/// sees it). Concurrent writers can therefore never reserve more than the
+/// capacity in total. The counting needs every write to pass through the
+/// driver: capacity mounts do not use FUSE passthrough (docs/device.md).
+///
+/// A file whose last name goes (st_nlink 0 after the call) frees its space
+/// at once, unless a handle of it is open: then, as on ext4, at its last
+/// release.
+public final class CapacityLedger: Sendable {
+    public let capacity: Int64
+    public let blockSize: Int64
+
+    struct Tracked {
+        var bytes: Int64
+        var users: Int
+    }
+
+    struct State {
+        /// Whether the walk was made (`used` counts from then).
+        var measured = false
+        var used: Int64 = 0
+        var reserved: Int64 = 0
+        var inFlight: [InodeKey: Tracked] = [:]
+        /// Open handles per file: an unlinked file keeps its space while open.
+        var openHandles: [InodeKey: Int] = [:]
+        /// Unlinked files still open: still counted, freed at last release.
+        var orphans: Set<InodeKey> = []
+        /// Files whose space was given back because their last name went;
+        /// a file the driver still holds (O_PATH) must not be freed twice.
+        /// An entry goes when its inode number comes back with links.
+        var freed: Set<InodeKey> = []
+    }
+
+    private let state: Locked<State>
+    /// Descriptors of the trees to count (the backing root, an outside
+    /// bundle): the ledger's own copies, closed after the walk.
+    private let roots: [Int32]
+
+    /// `roots`: descriptors of the folders whose trees make the disk's
+    /// contents. Root entries starting with `.appsandboxfs` are the tools'
+    /// own and do not count.
+    public init(capacity: Int64, roots: [Int32], blockSize: Int64 = 4096) {
+        self.capacity = capacity
+        self.blockSize = blockSize
+        self.roots = roots.map { dup($0) }
+        state = Locked(State())
+    }
+
+    /// Runs `body` under the lock, after the first walk.
+    private func withState<T, E: Error>(_ body: (inout State) throws(E) -> T) throws(E) -> T {
+        try state.withLock { (state) throws(E) -> T in
+            if !state.measured {
+                var seen: Set<InodeKey> = []
+                for root in roots where root >= 0 {
+                    state.used += Self.occupied(by: root, seen: &seen, isRoot: true)
+                    close(root)
+                }
+                state.measured = true
+            }
+            return try body(&state)
+        }
+    }
+
+    /// statfs through the mount: a disk of `capacity` bytes (Q1).
+    public func statfs(_ backing: statvfs) -> statvfs {
+        var result = backing
+        let unit = Int64(max(backing.f_frsize, 1))
+        let used = withState { $0.used }
+        result.f_blocks = fsblkcnt_t(capacity / unit)
+        let free = fsblkcnt_t(max(0, capacity - used) / unit)
+        result.f_bfree = free
+        result.f_bavail = free
+        return result
+    }
+
+    // MARK: Changes
+
+    /// Runs `body`, a call that may change the allocation of the files held
+    /// by `fds` (O_PATH descriptors are fine) and needs at most `bytes` of
+    /// new space; ENOSPC without running it when that space is not free.
+    public func change<T>(reserving bytes: Int64, tracking fds: [Int32], _ body: () throws(Errno) -> T) throws(Errno) -> T {
+        let keys = try begin(reserving: bytes, tracking: fds)
+        defer { end(reserved: bytes, tracking: fds, keys: keys) }
+        return try body()
+    }
+
+    /// A write of `length` bytes at `offset` (write, copy_file_range,
+    /// fallocate): reserves the blocks it may allocate, or, when they do
+    /// not all fit, those of the longest prefix that does (Q2: a write that
+    /// partly fits writes a prefix). `body` gets the length it may write.
+    public func write(_ fd: Int32, offset: off_t, length: Int, _ body: (Int) throws(Errno) -> Int) throws(Errno) -> Int {
+        guard length > 0 else { return try body(length) }
+        let (allowed, reserved, key) = try withState { (state) throws(Errno) -> (Int, Int64, InodeKey) in
+            let status = try Self.stat(fd)
+            let (allowed, need) = writable(status, offset: Int64(offset), length: Int64(length), free: capacity - state.used - state.reserved)
+            guard allowed > 0 else { throw Errno.noSpace }
+            let key = InodeKey(status)
+            register(key, bytes: Self.bytes(status), in: &state)
+            state.reserved += need
+            return (allowed, need, key)
+        }
+        defer { end(reserved: reserved, tracking: [fd], keys: [key]) }
+        return try body(allowed)
+    }
+
+    /// How much of a write fits, and the space to reserve for it (Q2).
+    func writable(_ status: stat, offset: Int64, length: Int64, free: Int64) -> (allowed: Int, need: Int64) {
+        let decision = DiskSpace.writable(size: Int64(status.st_size), allocated: Self.bytes(status), offset: offset,
+                                          length: length, free: free, blockSize: blockSize)
+        return (Int(decision.allowed), decision.reserve)
+    }
+
+    /// A file was created (create, mkdir, symlink, mknod): its own blocks.
+    /// Called before the reply, so no other call on it can run yet.
+    public func added(_ fd: Int32) {
+        guard let status = try? Self.stat(fd) else { return }
+        withState { state in
+            state.freed.remove(InodeKey(status))
+            state.used += Self.bytes(status)
+        }
+    }
+
+    /// A handle of the file was opened.
+    public func opened(_ fd: Int32) {
+        guard let status = try? Self.stat(fd) else { return }
+        withState { $0.openHandles[InodeKey(status), default: 0] += 1 }
+    }
+
+    /// A handle is about to be closed: an unlinked file's last one frees it.
+    public func releasing(_ fd: Int32) {
+        guard let status = try? Self.stat(fd) else { return }
+        let key = InodeKey(status)
+        withState { state in
+            let remaining = (state.openHandles[key] ?? 1) - 1
+            state.openHandles[key] = remaining > 0 ? remaining : nil
+            if remaining <= 0, state.orphans.remove(key) != nil {
+                let counted = state.inFlight[key]?.bytes ?? Self.bytes(status)
+                state.used -= counted
+                state.freed.insert(key)
+            }
+        }
+    }
+
+    // MARK: Inside
+
+    private func begin(reserving bytes: Int64, tracking fds: [Int32]) throws(Errno) -> [InodeKey] {
+        try withState { (state) throws(Errno) -> [InodeKey] in
+            if bytes > 0 && state.used + state.reserved + bytes > capacity { throw Errno.noSpace }
+            var keys: [InodeKey] = []
+            for fd in fds {
+                let status = try Self.stat(fd)
+                let key = InodeKey(status)
+                if status.st_nlink > 0 { state.freed.remove(key) }
+                register(key, bytes: Self.bytes(status), in: &state)
+                keys.append(key)
+            }
+            state.reserved += bytes
+            return keys
+        }
+    }
+
+    private func register(_ key: InodeKey, bytes: Int64, in state: inout State) {
+        if state.inFlight[key] != nil {
+            state.inFlight[key]!.users += 1
+        } else {
+            state.inFlight[key] = Tracked(bytes: bytes, users: 1)
+        }
+    }
+
+    private func end(reserved: Int64, tracking fds: [Int32], keys: [InodeKey]) {
+        withState { state in
+            state.reserved -= reserved
+            for (fd, key) in zip(fds, keys) {
+                guard var tracked = state.inFlight[key] else { continue }
+                if let status = try? Self.stat(fd), InodeKey(status) == key {
+                    let now = Self.bytes(status)
+                    if !state.freed.contains(key) { state.used += now - tracked.bytes }
+                    tracked.bytes = now
+                    // Its last name went: the space is free, or will be at
+                    // its last close.
+                    if status.st_nlink == 0, !state.freed.contains(key), !state.orphans.contains(key) {
+                        if state.openHandles[key] != nil {
+                            state.orphans.insert(key)
+                        } else {
+                            state.used -= now
+                            state.freed.insert(key)
+                        }
+                    }
+                }
+                tracked.users -= 1
+                state.inFlight[key] = tracked.users > 0 ? tracked : nil
+            }
+        }
+    }
+
+    static func stat(_ fd: Int32) throws(Errno) -> Glibc.stat { try Backing.stat(fd) }
+
+    static func bytes(_ status: Glibc.stat) -> Int64 { Int64(status.st_blocks) * 512 }
+
+    /// The allocated bytes of a tree, each inode once.
+    static func occupied(by folder: Int32, seen: inout Set<InodeKey>, isRoot: Bool = false) -> Int64 {
+        var status = Glibc.stat()
+        guard fstat(folder, &status) == 0 else { return 0 }
+        var total: Int64 = seen.insert(InodeKey(status)).inserted ? bytes(status) : 0
+        let fd = openat(folder, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0, let stream = fdopendir(fd) else {
+            if fd >= 0 { close(fd) }
+            return total
+        }
+        defer { closedir(stream) }
+        while let entry = readdir(stream) {
+            let skip = withUnsafePointer(to: &entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 256) { name in
+                    strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || (isRoot && strncmp(name, ".appsandboxfs", 13) == 0)
+                }
+            }
+            if skip { continue }
+            var child = Glibc.stat()
+            let found = withUnsafePointer(to: &entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 256) { fstatat(dirfd(stream), $0, &child, AT_SYMLINK_NOFOLLOW) == 0 }
+            }
+            guard found else { continue }
+            if child.st_mode & S_IFMT == S_IFDIR {
+                let sub = withUnsafePointer(to: &entry.pointee.d_name) {
+                    $0.withMemoryRebound(to: CChar.self, capacity: 256) {
+                        openat(dirfd(stream), $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                    }
+                }
+                if sub >= 0 {
+                    total += occupied(by: sub, seen: &seen)
+                    close(sub)
+                }
+            } else if child.st_nlink <= 1 || seen.insert(InodeKey(child)).inserted {
+                total += bytes(child)
+            }
+        }
+        return total
+    }
+}

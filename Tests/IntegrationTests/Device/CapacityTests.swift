@@ -1,0 +1,283 @@
+// Rules Q1-Q4: `mount --capacity SIZE` gives the container a disk of that
+// size. statfs shows it; what does not fit fails with ENOSPC, a write that
+// partly fits writes a prefix; freeing space works at once; everything in
+// the container counts; `status --json` shows it. All through real mounts.
+
+import Foundation
+import Glibc
+import Testing
+
+@Suite("Device: a disk that fills up (Q1-Q4)")
+struct CapacityTests {
+    static let capacity: Int64 = 8 << 20
+
+    /// The allocated bytes of a backing tree, each inode once, without the
+    /// driver's own root entries (.appsandboxfs*), as Q1 counts them.
+    static func occupied(_ root: String) -> Int64 {
+        var seen: Set<[UInt64]> = []
+        func walk(_ path: String, isRoot: Bool) -> Int64 {
+            var st = stat()
+            guard lstat(path, &st) == 0 else { return 0 }
+            guard seen.insert([UInt64(st.st_dev), UInt64(st.st_ino)]).inserted else { return 0 }
+            var total = Int64(st.st_blocks) * 512
+            if st.st_mode & S_IFMT == S_IFDIR, case .success(let names) = RulesSys.list(path) {
+                for name in names where !(isRoot && name.hasPrefix(".appsandboxfs")) {
+                    total += walk(path + "/" + name, isRoot: false)
+                }
+            }
+            return total
+        }
+        return walk(root, isRoot: true)
+    }
+
+    static func disk(_ path: String) -> (total: Int64, free: Int64, available: Int64) {
+        var s = statvfs()
+        #expect(statvfs(path, &s) == 0, "statvfs \(path): \(posixError(errno))")
+        let unit = Int64(s.f_frsize)
+        return (Int64(s.f_blocks) * unit, Int64(s.f_bfree) * unit, Int64(s.f_bavail) * unit)
+    }
+
+    /// write(2) until it fails; the bytes it said it wrote and the errno.
+    static func fill(_ path: String, chunk: Int = 1 << 20, limit: Int64 = 64 << 20) -> (written: Int64, errno: Int32) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        guard fd >= 0 else { return (0, errno) }
+        defer { close(fd) }
+        let data = RulesSys.pattern(chunk)
+        var total: Int64 = 0
+        while total < limit {
+            let n = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            if n < 0 { return (total, errno) }
+            total += Int64(n)
+        }
+        return (total, 0)
+    }
+
+    static let arguments = ["--capacity", "8M"]
+
+    /// copy_file_range(2), which Swift's Glibc module hides.
+    static let copyFileRange = unsafeBitCast(
+        dlsym(UnsafeMutableRawPointer(bitPattern: 0), "copy_file_range")!,
+        to: (@convention(c) (Int32, UnsafeMutablePointer<Int64>?, Int32, UnsafeMutablePointer<Int64>?, Int, UInt32) -> Int).self)
+
+    @Test("Q1 statfs and df show a disk of SIZE, its free space SIZE minus what the backing tree occupies, within 1 %")
+    func statfsShowsCapacity() throws {
+        // What a killed driver left in tmp goes at the mount (T2): it must
+        // not count; the data in Documents must.
+        try withMountedContainer(extraArguments: Self.arguments, prepare: { backing in
+            try writeFile(backing + "/tmp/left-by-a-killed-driver", RulesSys.pattern(2 << 20))
+            try writeFile(backing + "/Documents/kept", RulesSys.pattern(1 << 20))
+        }) { m in
+            func check(_ label: String) {
+                let disk = Self.disk(m.mountpoint)
+                #expect(disk.total == Self.capacity, "\(label): total \(disk.total)")
+                let expected = Self.capacity - Self.occupied(m.backing)
+                #expect(abs(disk.free - expected) <= Self.capacity / 100, "\(label): free \(disk.free), expected \(expected)")
+                #expect(disk.available == disk.free, "\(label)")
+            }
+            check("fresh")
+            try writeFile(m.documents + "/a.bin", RulesSys.pattern(3 << 20))
+            check("after 3 MiB")
+            #expect(RulesSys.mkdir(m.documents + "/folder") == 0)
+            #expect(RulesSys.link(m.documents + "/a.bin", m.documents + "/folder/hard") == 0)
+            #expect(RulesSys.symlink(String(repeating: "x", count: 200), m.documents + "/long-link") == 0)
+            check("after a link, a folder and a symbolic link")
+            #expect(RulesSys.truncate(m.documents + "/a.bin", 1000) == 0)
+            check("after truncate")
+            let df = runProcess(["df", "-B1", "--output=size", m.mountpoint])
+            #expect(df.stdout.contains(String(Self.capacity)), "df: \(df.stdout)")
+        }
+    }
+
+    @Test("Q2 a write that partly fits writes a prefix and says how much; the next one fails with ENOSPC; the file holds exactly what was written")
+    func writePastCapacity() throws {
+        try withMountedContainer(extraArguments: Self.arguments) { m in
+            try writeFile(m.documents + "/before.txt", "kept\n")
+            let path = m.documents + "/big.bin"
+            let result = Self.fill(path)
+            #expect(result.errno == ENOSPC, "errno \(posixError(result.errno))")
+            #expect(result.written > Self.capacity / 2 && result.written <= Self.capacity, "wrote \(result.written)")
+            let content = readFileBytes(path) ?? []
+            #expect(Int64(content.count) == result.written)
+            // The same pattern, chunk after chunk: the file is a prefix of it.
+            let expected = (0..<Int(result.written) / (1 << 20) + 1).flatMap { _ in RulesSys.pattern(1 << 20) }
+            #expect(content == Array(expected.prefix(content.count)), "the file holds other bytes than those written")
+            #expect(readFileText(m.documents + "/before.txt") == "kept\n")
+            #expect(Self.disk(m.mountpoint).free < 8192)
+        }
+    }
+
+    @Test("Q2 with the disk full, create, mkdir, symlink, setxattr, fallocate and copy_file_range fail with ENOSPC and leave nothing")
+    func everyCallThatNeedsSpace() throws {
+        try withMountedContainer(extraArguments: Self.arguments) { m in
+            try writeFile(m.documents + "/small.txt", "small\n")
+            #expect(Self.fill(m.documents + "/big.bin").errno == ENOSPC)
+            let create = RulesSys.open(m.documents + "/new.txt", O_WRONLY | O_CREAT | O_EXCL)
+            #expect(create == ENOSPC, "create: \(posixError(create))")
+            #expect(RulesSys.mkdir(m.documents + "/dir") == ENOSPC)
+            #expect(RulesSys.symlink("small.txt", m.documents + "/link") == ENOSPC)
+            #expect(RulesSys.setxattr(m.documents + "/small.txt", "user.note", Array(repeating: 65, count: 3000)) == ENOSPC)
+            let fd = open(m.documents + "/small.txt", O_RDWR)
+            #expect(fd >= 0)
+            #expect(posix_fallocate(fd, 0, 1 << 20) == ENOSPC)
+            let source = open(m.documents + "/big.bin", O_RDONLY)
+            var inOffset: Int64 = 0, outOffset: Int64 = 4096
+            let copied = Self.copyFileRange(source, &inOffset, fd, &outOffset, 1 << 20, 0)
+            #expect(copied == -1 && errno == ENOSPC, "copy_file_range: \(copied) \(posixError(errno))")
+            close(source)
+            close(fd)
+            #expect(readFileText(m.documents + "/small.txt") == "small\n")
+            for name in ["new.txt", "dir", "link"] {
+                #expect(RulesSys.lstat(m.documents + "/" + name).rulesValue == nil, "\(name) was left")
+            }
+        }
+    }
+
+    @Test("Q2 freeing space (unlink, truncate) lets writes succeed at once")
+    func freeingSpace() throws {
+        try withMountedContainer(extraArguments: Self.arguments) { m in
+            let filler = m.documents + "/filler.bin"
+            try writeFile(filler, RulesSys.pattern(4 << 20))
+            #expect(Self.fill(m.documents + "/big.bin").errno == ENOSPC)
+            #expect(RulesSys.truncate(filler, 1 << 20) == 0)
+            let afterTruncate = Self.fill(m.documents + "/second.bin", limit: 2 << 20)
+            #expect(afterTruncate == (2 << 20, 0), "\(afterTruncate)")
+            #expect(RulesSys.unlink(m.documents + "/big.bin") == 0)
+            let afterUnlink = Self.fill(m.documents + "/third.bin", limit: 3 << 20)
+            #expect(afterUnlink == (3 << 20, 0), "\(afterUnlink)")
+            // A file unlinked while open keeps its space until closed, as on ext4.
+            let fd = open(m.documents + "/third.bin", O_RDONLY)
+            #expect(RulesSys.unlink(m.documents + "/third.bin") == 0)
+            let whileOpen = Self.disk(m.mountpoint).free
+            close(fd)
+            let deadline = monotonicNow() + 10
+            while Self.disk(m.mountpoint).free < whileOpen + (3 << 20) && monotonicNow() < deadline { usleep(10_000) }
+            #expect(Self.disk(m.mountpoint).free >= whileOpen + (3 << 20), "closing the unlinked file did not free it")
+        }
+    }
+
+    @Test("Q2 many writers at once: no errno but ENOSPC, the total never above the capacity, every file's bytes those written")
+    func concurrentWriters() throws {
+        let script = """
+            import os, sys
+            path, seed = sys.argv[1], int(sys.argv[2])
+            chunk = bytes((seed * 31 + i) % 251 for i in range(65536))
+            total = 0
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            except OSError as e:
+                print(total, e.errno); sys.exit(0)
+            while True:
+                try:
+                    n = os.write(fd, chunk)
+                except OSError as e:
+                    print(total, e.errno); break
+                total += n
+                if n < len(chunk):
+                    chunk = chunk[n:] + chunk[:n]
+            os.close(fd)
+            """
+        try withMountedContainer(extraArguments: Self.arguments) { m in
+            let scriptPath = m.root + "/writer.py"
+            try writeFile(scriptPath, script)
+            let writers = 8
+            var pids: [pid_t] = []
+            for id in 0..<writers {
+                let folder = [m.documents, m.caches, m.tmp][id % 3]
+                try writeFile(m.root + "/w\(id).out", "")
+                try writeFile(m.root + "/w\(id).err", "")
+                pids.append(try spawn(["/usr/bin/python3", scriptPath, folder + "/w\(id).bin", String(id)], stdin: "/dev/null",
+                                      stdout: m.root + "/w\(id).out", stderr: m.root + "/w\(id).err"))
+            }
+            var total: Int64 = 0
+            for (id, pid) in pids.enumerated() {
+                #expect(waitForExit(pid, timeout: 300) == .exited(0), "\(readFileText(m.root + "/w\(id).err"))")
+                let fields = readFileText(m.root + "/w\(id).out").split(separator: " ")
+                #expect(fields.count == 2 && fields[1].hasPrefix("\(ENOSPC)"), "writer \(id): \(fields)")
+                let written = Int64(fields.first ?? "") ?? -1
+                total += written
+                let folder = [m.documents, m.caches, m.tmp][id % 3]
+                let bytes = readFileBytes(folder + "/w\(id).bin") ?? []  // none when its create failed
+                #expect(Int64(bytes.count) == written, "writer \(id)")
+                // Rotated after a short write, so byte i is pattern[i % 65536].
+                let pattern = (0..<65536).map { UInt8((id * 31 + $0) % 251) }
+                #expect(bytes.enumerated().allSatisfy { $0.element == pattern[$0.offset % 65536] }, "writer \(id): other bytes")
+            }
+            #expect(total <= Self.capacity && total > Self.capacity * 9 / 10, "total \(total)")
+            #expect(Self.occupied(m.backing) <= Self.capacity + Self.capacity / 100)
+        }
+    }
+
+    @Test("Q2 SQLite filling the disk: the database stays valid and takes more rows once space is freed")
+    func sqliteFillsTheDisk() throws {
+        try withMountedContainer(extraArguments: Self.arguments) { m in
+            let db = m.documents + "/app.sqlite"
+            try writeFile(m.caches + "/cache.bin", RulesSys.pattern(2 << 20))
+            #expect(runProcess(["sqlite3", db, "CREATE TABLE t(id INTEGER PRIMARY KEY, blob BLOB);"]).status == 0)
+            var full = false
+            for _ in 0..<40 where !full {
+                let insert = runProcess(["sqlite3", db,
+                                         "BEGIN; INSERT INTO t(blob) SELECT randomblob(65536) FROM generate_series(1, 8); COMMIT;"])
+                if insert.status != 0 {
+                    #expect(insert.stderr.contains("full") || insert.stderr.contains("disk"), "\(insert.stderr)")
+                    full = true
+                }
+            }
+            #expect(full, "the database never filled the disk")
+            let check = runProcess(["sqlite3", db, "PRAGMA integrity_check;"])
+            #expect(check.stdout == "ok\n", "\(check)")
+            let rowsBefore = runProcess(["sqlite3", db, "SELECT count(*) FROM t;"]).stdout
+            #expect(RulesSys.unlink(m.caches + "/cache.bin") == 0)
+            let insert = runProcess(["sqlite3", db, "INSERT INTO t(blob) VALUES (randomblob(65536));"])
+            #expect(insert.status == 0, "\(insert.stderr)")
+            #expect(runProcess(["sqlite3", db, "PRAGMA integrity_check;"]).stdout == "ok\n")
+            let rowsAfter = runProcess(["sqlite3", db, "SELECT count(*) FROM t;"]).stdout
+            #expect((Int(rowsAfter.dropLast()) ?? 0) == (Int(rowsBefore.dropLast()) ?? -1) + 1)
+        }
+    }
+
+    @Test("Q3 tmp and Library/Caches count; without --capacity statfs is the backing file system's")
+    func everythingCounts() throws {
+        try withMountedContainer(extraArguments: Self.arguments) { m in
+            let free = Self.disk(m.mountpoint).free
+            try writeFile(m.tmp + "/t.bin", RulesSys.pattern(1 << 20))
+            try writeFile(m.caches + "/c.bin", RulesSys.pattern(1 << 20))
+            #expect(free - Self.disk(m.mountpoint).free >= 2 << 20)
+        }
+        try withMountedContainer { m in
+            var mounted = statvfs(), backing = statvfs()
+            #expect(statvfs(m.mountpoint, &mounted) == 0 && statvfs(m.backing, &backing) == 0)
+            #expect(mounted.f_blocks == backing.f_blocks && mounted.f_frsize == backing.f_frsize)
+        }
+    }
+
+    @Test("Q4 status --json shows the capacity and the space used")
+    func statusShowsCapacity() throws {
+        try withMountedContainer(extraArguments: Self.arguments) { m in
+            try writeFile(m.documents + "/a.bin", RulesSys.pattern(1 << 20))
+            let status = runProcess([Binaries.appsandboxfs, "status", "--json", m.mountpoint])
+            #expect(status.status == 0, "\(status.stderr)")
+            let json = try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
+            let mount = (json?["mounts"] as? [[String: Any]])?.first
+            let capacity = mount?["capacity"] as? [String: Any]
+            #expect(capacity?["size"] as? Int == Int(Self.capacity), "\(status.stdout)")
+            let used = capacity?["used"] as? Int ?? -1
+            #expect(abs(Int64(used) - Self.occupied(m.backing)) <= Self.capacity / 100, "\(status.stdout)")
+            #expect(capacity?["free"] as? Int == Int(Self.capacity) - used)
+            #expect((mount?["options"] as? [String: Any])?["capacity"] as? Int == Int(Self.capacity))
+        }
+    }
+
+    @Test("Q1 --capacity takes K, M, G, T (powers of 1024) and refuses nonsense and --writeback with one line")
+    func capacityArgument() throws {
+        try withMountedContainer(extraArguments: ["--capacity", "3G"]) { m in
+            #expect(Self.disk(m.mountpoint).total == 3 << 30)
+        }
+        let root = try makeTemporaryDirectory(prefix: "capacity-args")
+        defer { removeTree(root) }
+        try makeDirectory(root + "/mnt")
+        for bad in [["--capacity", "12X"], ["--capacity", "0"], ["--capacity", "8M", "--writeback"]] {
+            let result = runProcess([Binaries.appsandboxfs, "mount", root + "/c", root + "/mnt", "--create", "--app-name", "A"] + bad)
+            #expect(result.status != 0 && !isFuseMount(root + "/mnt"), "\(bad): \(result)")
+        }
+    }
+}
