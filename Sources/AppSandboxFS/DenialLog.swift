@@ -24,6 +24,19 @@ final class DenialLog: Sendable {
     func record(pid thread: pid_t, operation: SandboxOperation, path: String) {
         let pid = Self.processID(ofThread: thread)
         let line = "Sandbox: \(Self.processName(pid))(\(pid)) deny(1) \(operation.rawValue) \(Self.escaped(path))\n"
+        emit(line)
+    }
+
+    /// A data protection refusal (P8):
+    /// `DataProtection: <process>(<pid>) deny(1) <operation> <path> <class> <state>`.
+    func recordDataProtection(pid thread: pid_t, operation: String, path: String, protection: ProtectionClass,
+                              state: DeviceState) {
+        let pid = Self.processID(ofThread: thread)
+        emit("DataProtection: \(Self.processName(pid))(\(pid)) deny(1) \(operation) \(Self.escaped(path)) \(protection.rawValue) \(state.rawValue)\n")
+    }
+
+    /// Writes one whole line to standard error and the log file.
+    private func emit(_ line: String) {
         writeLock.withLock { _ in
             var bytes = Array(line.utf8)
             _ = bytes.withUnsafeMutableBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }

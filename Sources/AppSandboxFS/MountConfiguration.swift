@@ -38,6 +38,10 @@ public struct MountConfiguration: Sendable {
     public var keepTmp = false
     /// Where denial lines go besides standard error.
     public var denialLogFile: String?
+    /// The device around the container: its state, the container's default
+    /// class and the open handles (P1-P9). The command line keeps a
+    /// reference to change the state (`appsandboxfs lock`).
+    public var dataProtection = DataProtection(defaultClass: ProtectionClass.containerDefault, state: .unlocked)
 
     public init(backing: String, mountpoint: String, layout: ContainerLayout) {
         self.backing = backing

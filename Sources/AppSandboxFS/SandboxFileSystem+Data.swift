@@ -29,6 +29,8 @@ extension SandboxFileSystem {
             reply.error(denied)
             return
         }
+        let (protection, locked) = openDenial(request, node: node)
+        if let locked { reply.error(locked); return }
         var openFlags = flags.rawValue
         // With the writeback cache the kernel may read to fill pages of a
         // file opened write-only, and it handles O_APPEND itself.
@@ -42,13 +44,15 @@ extension SandboxFileSystem {
             // the driver (atomic O_TRUNC), and the driver's own open, as
             // root, clears nothing.
             if flags.truncates && request.caller.uid != 0 { Self.dropSetIDBits(fd) }
-            reply.opened(FileHandle(rawValue: UInt64(fd)), options: openOptions(request, node: id, flags: flags, descriptor: fd))
+            reply.opened(FileHandle(rawValue: UInt64(fd)), options: protectedOpen(fd, node: node, protection: protection, request: request,
+                                                                                  options: openOptions(request, node: id, flags: flags, descriptor: fd)))
         } catch {
             reply.error(error)
         }
     }
 
     public func read(_ request: Request, node: NodeID, handle: FileHandle, offset: off_t, size: Int, reply: consuming ReplyData) {
+        if let locked = handleDenial(request, handle: descriptor(handle), node: node) { reply.error(locked); return }
         reply.fromDescriptor(descriptor(handle), offset: offset, size: size)
     }
 
@@ -59,6 +63,7 @@ extension SandboxFileSystem {
             reply.error(denied)
             return
         }
+        if let locked = handleDenial(request, handle: descriptor(handle), node: id) { reply.error(locked); return }
         do {
             let written = try Backing.pwrite(descriptor(handle), data, at: offset)
             if mustClearSetIDBits(request) { Self.dropSetIDBits(descriptor(handle)) }
@@ -73,11 +78,13 @@ extension SandboxFileSystem {
     }
 
     public func release(_ request: Request, node: NodeID, handle: FileHandle, flags: OpenFlags, reply: consuming ReplyStatus) {
+        dataProtection.closed(descriptor(handle))
         Backing.close(descriptor(handle))
         reply.ok()
     }
 
     public func fsync(_ request: Request, node: NodeID, handle: FileHandle, dataOnly: Bool, reply: consuming ReplyStatus) {
+        if let locked = handleDenial(request, handle: descriptor(handle), node: node) { reply.error(locked); return }
         do {
             try Backing.fsync(descriptor(handle), dataOnly: dataOnly)
             reply.ok()
@@ -93,6 +100,7 @@ extension SandboxFileSystem {
             reply.error(denied)
             return
         }
+        if let locked = handleDenial(request, handle: descriptor(handle), node: id) { reply.error(locked); return }
         do {
             try Backing.fallocate(descriptor(handle), mode: mode, offset: offset, length: length)
             if mustClearSetIDBits(request) { Self.dropSetIDBits(descriptor(handle)) }
@@ -110,6 +118,8 @@ extension SandboxFileSystem {
             reply.error(denied)
             return
         }
+        if let locked = handleDenial(request, handle: descriptor(sourceHandle), node: source)
+            ?? handleDenial(request, handle: descriptor(destinationHandle), node: destination) { reply.error(locked); return }
         do {
             let written = try Backing.copyFileRange(from: descriptor(sourceHandle), at: sourceOffset,
                                                     to: descriptor(destinationHandle), at: destinationOffset,

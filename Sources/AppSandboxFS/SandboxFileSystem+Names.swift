@@ -13,6 +13,7 @@ extension SandboxFileSystem {
         try make()
         let chowned = try giveToCaller(request, in: parent, name)
         var (node, attributes) = try lookupChild(parent, name)
+        inheritClass(node, from: parent, kind: attributes.st_mode & S_IFMT)
         if chowned && Self.lostSetIDBits(requested: mode, now: attributes) {
             attributes = try node.withFD { (fd) throws(Errno) in
                 try Backing.chmod(fd, mode: mode & 0o7777)
@@ -36,6 +37,7 @@ extension SandboxFileSystem {
             reply.error(denied)
             return
         }
+        if mode & S_IFMT == S_IFREG, let locked = createDenial(request, parent: parent, name: name.cString).1 { reply.error(locked); return }
         do {
             reply.entry(try makeEntry(request, parent: parent, name: name.cString, mode: mode) { () throws(Errno) in
                 try parent.withFD { (folder) throws(Errno) in try Backing.mknod(in: folder, name.cString, mode: mode, device: device) }
@@ -108,6 +110,8 @@ extension SandboxFileSystem {
             reply.error(denied)
             return
         }
+        let (protection, locked) = createDenial(request, parent: parent, name: name.cString)
+        if let locked { reply.error(locked); return }
         let fd: Int32
         do {
             fd = try parent.withFD { (folder) throws(Errno) in
@@ -117,6 +121,7 @@ extension SandboxFileSystem {
             reply.error(error)
             return
         }
+        if parent.zone != .bundle && parent.zone != .bundleFolder { recordCreationClass(protection, on: fd) }
         do {
             let chowned = try giveToCaller(request, in: parent, name.cString)
             var (node, attributes) = try lookupChild(parent, name.cString)
@@ -125,7 +130,8 @@ extension SandboxFileSystem {
                 attributes = try node.withFD { (fd) throws(Errno) in try Backing.stat(fd) }
             }
             reply.created(entry(for: node, stat: attributes), handle: FileHandle(rawValue: UInt64(fd)),
-                          options: openOptions(request, node: node.id, flags: flags, descriptor: fd))
+                          options: protectedOpen(fd, node: node, protection: protection, request: request,
+                                                 options: openOptions(request, node: node.id, flags: flags, descriptor: fd)))
         } catch {
             Backing.close(fd)
             reply.error(error)

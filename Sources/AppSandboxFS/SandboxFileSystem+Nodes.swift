@@ -42,6 +42,7 @@ extension SandboxFileSystem {
             reply.error(denied)
             return
         }
+        if changes.size != nil, let locked = sizeChangeDenial(request, handle: handle, node: node) { reply.error(locked); return }
         do {
             // An open handle is the better target: it works after chmod 0
             // and for files that were unlinked while open.

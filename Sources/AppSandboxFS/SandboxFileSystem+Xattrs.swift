@@ -27,6 +27,7 @@ extension SandboxFileSystem {
         if visible == Self.capabilityName { node.hasNoCapability = false }
         // ext4 refuses user attributes on symbolic links.
         if node.isSymlink { reply.error(.notPermitted); return }
+        if ProtectionXattrs.isProtectionName(visible) { setProtectionAttribute(request, node, name: visible, value: value, flags: flags, reply: reply); return }
         do {
             try withCString(XattrNames.backingName(for: visible)) { (backing) throws(Errno) in
                 try node.withFD { (fd) throws(Errno) in try Backing.setxattr(fd, backing, value, flags: flags.rawValue) }
@@ -50,6 +51,7 @@ extension SandboxFileSystem {
         let visible = name.string
         if visible.hasPrefix("system.") { reply.error(.notSupported); return }
         if node.isSymlink { reply.error(.noData); return }
+        if ProtectionXattrs.isProtectionName(visible) { getProtectionAttribute(node, name: visible, reply: reply); return }
         do {
             let capacity = reply.capacity
             let result: (Int, [UInt8]) = try withCString(XattrNames.backingName(for: visible)) { (backing) throws(Errno) in
@@ -102,6 +104,7 @@ extension SandboxFileSystem {
             var list: [UInt8] = []
             for backing in raw.split(separator: 0, omittingEmptySubsequences: true) {
                 let backingName = String(decoding: backing.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                if ProtectionXattrs.isHidden(mountName: XattrNames.mountName(for: backingName)) { continue }
                 list += Array(XattrNames.mountName(for: backingName).utf8)
                 list.append(0)
             }
@@ -127,6 +130,7 @@ extension SandboxFileSystem {
         if visible.hasPrefix("system.") { reply.error(.notSupported); return }
         if privilegedNamespace(visible) && request.caller.uid != 0 { reply.error(.notPermitted); return }
         if node.isSymlink { reply.error(.noData); return }
+        if ProtectionXattrs.isProtectionName(visible) { removeProtectionAttribute(request, node, name: visible, reply: reply); return }
         do {
             try withCString(XattrNames.backingName(for: visible)) { (backing) throws(Errno) in
                 try node.withFD { (fd) throws(Errno) in try Backing.removexattr(fd, backing) }
