@@ -20,5 +20,6 @@ struct AppSandboxFSCommand: ParsableCommand {
             """,
         subcommands: [InitCommand.self, MountCommand.self, UnmountCommand.self, DeliverCommand.self,
                       BackupReportCommand.self, PurgeCommand.self, BackupCommand.self, RestoreCommand.self,
-                      EnvCommand.self, RunCommand.self, StatusCommand.self])
+                      EnvCommand.self, RunCommand.self, StatusCommand.self,
+                      LockCommand.self, UnlockCommand.self, RebootCommand.self])
 }

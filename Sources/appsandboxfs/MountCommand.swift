@@ -70,6 +70,9 @@ struct MountCommand: ParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Keep the kernel's page cache of a file across opens.")
     var keepCache = true
 
+    @Option(help: "The device state the mount starts in (P5): unlocked, locked (no grace) or before-first-unlock.")
+    var deviceState: String = "unlocked"
+
     @Option(help: "Worker threads serving requests.")
     var threads: Int = 10
 
@@ -94,6 +97,7 @@ struct MountCommand: ParsableCommand {
         let layout = ContainerLayout(appName: name)
         let container = Container(backing: backingPath, layout: layout)
         let bundlePath = bundle.map(absolutePath)
+        let startState = try ProtectionArguments.deviceState(deviceState)
         if readyFD == nil {
             // Checks first (L1): nothing is changed when one fails.
             if recover && MountChecks.isStale(mountPath) {
@@ -130,6 +134,7 @@ struct MountCommand: ParsableCommand {
         configuration.passthrough = passthrough
         configuration.killPrivV2 = killPrivV2
         configuration.keepCache = keepCache
+        configuration.dataProtection = DataProtection(defaultClass: container.defaultProtectionClass(), state: startState)
 
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
         var logger = Logger(label: "appsandboxfs")
@@ -169,10 +174,14 @@ struct MountCommand: ParsableCommand {
             throw ExitCode(1)
         }
         // For `appsandboxfs status`: this driver's pid and options.
-        let statusRecord = StatusFile.publish(for: self, backing: backingPath, mountpoint: mountPath, appName: name)
+        let statusRecord = StatusFile.publish(for: self, backing: backingPath, mountpoint: mountPath, appName: name,
+                                              deviceState: startState.rawValue)
+        // For `appsandboxfs lock|unlock|reboot`.
+        let controlSocket = DeviceControl.serve(configuration.dataProtection, record: statusRecord)
         Daemon.reportReady(readyFD: readyFD)
         session.run(maxThreads: configuration.maxThreads)
         statusRecord?.remove()
+        if let controlSocket { unlink(controlSocket) }
         // T2: the mount is gone (unmounted, SIGTERM or SIGINT): empty tmp.
         if !keepTmp {
             for failure in container.clearTmp() {

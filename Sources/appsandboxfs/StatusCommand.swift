@@ -71,9 +71,11 @@ struct StatusEntry: Encodable {
     var mountOptions: String?
     /// What the driver was started with, nil when it left no record.
     var options: MountRecord.Options?
+    /// The device state (P5), nil when the driver left no record.
+    var deviceState: String? = nil
 
     enum CodingKeys: String, CodingKey {
-        case mountpoint, backing, appName, pid, state, started, mountOptions, options
+        case mountpoint, backing, appName, pid, state, started, mountOptions, options, deviceState
     }
 
     /// Every key always, null when unknown: a stable shape for tools.
@@ -87,6 +89,7 @@ struct StatusEntry: Encodable {
         try container.encode(started, forKey: .started)
         try container.encode(mountOptions, forKey: .mountOptions)
         try container.encode(options, forKey: .options)
+        try container.encode(deviceState, forKey: .deviceState)
     }
 
     /// The mount table's container mounts matched with the drivers'
@@ -102,12 +105,13 @@ struct StatusEntry: Encodable {
             entries.append(StatusEntry(
                 mountpoint: mount.mountpoint, backing: mount.source, appName: found?.record.appName,
                 pid: found?.record.pid, state: alive ? .mounted : .stale, started: found?.record.started,
-                mountOptions: mount.options, options: found?.record.options))
+                mountOptions: mount.options, options: found?.record.options, deviceState: found?.record.deviceState))
         }
         for (record, alive) in records {
             entries.append(StatusEntry(
                 mountpoint: record.mountpoint, backing: record.backing, appName: record.appName, pid: record.pid,
-                state: alive ? .unlisted : .gone, started: record.started, mountOptions: nil, options: record.options))
+                state: alive ? .unlisted : .gone, started: record.started, mountOptions: nil, options: record.options,
+                deviceState: record.deviceState))
         }
         return entries
     }

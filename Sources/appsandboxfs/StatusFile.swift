@@ -23,6 +23,9 @@ struct MountRecord: Codable, Equatable {
     /// When the mount became ready (ISO 8601, UTC).
     var started: String
     var options: Options
+    /// The device state (P5: unlocked, locked, before-first-unlock), kept
+    /// up to date by the driver; nil in records of older drivers.
+    var deviceState: String?
 
     /// The options the driver was started with (defaults included).
     struct Options: Codable, Equatable {
@@ -83,15 +86,26 @@ enum StatusFile {
     }
 
     /// The driver's own record, removed by `remove()` at exit.
-    struct Published {
+    struct Published: Sendable {
         let path: String
         func remove() { unlink(path) }
+
+        /// Rewrites the record with a new device state (`appsandboxfs lock`).
+        func update(deviceState: String) {
+            guard let data = FileManager.default.contents(atPath: path),
+                  var record = try? JSONDecoder().decode(MountRecord.self, from: data) else { return }
+            record.deviceState = deviceState
+            let temporary = path + ".partial"
+            guard (try? JSONOutput.data(record).write(to: URL(fileURLWithPath: temporary))) != nil else { return }
+            _ = rename(temporary, path)
+        }
     }
 
     /// Called by the driver once its mount is ready. Never fails the mount:
     /// when the record cannot be written, `status` shows the mount without
     /// a pid, and a warning says why.
-    static func publish(for command: MountCommand, backing: String, mountpoint: String, appName: String) -> Published? {
+    static func publish(for command: MountCommand, backing: String, mountpoint: String, appName: String,
+                        deviceState: String) -> Published? {
         let pid = getpid()
         let options = MountRecord.Options(
             bundle: command.bundle.map(absolutePath), keepTmp: command.keepTmp,
@@ -101,7 +115,7 @@ enum StatusFile {
             mountOptions: command.options.flatMap { $0.split(separator: ",").map(String.init) })
         let record = MountRecord(
             pid: pid, processStart: processStartTime(pid) ?? 0, mountpoint: mountpoint, backing: backing,
-            appName: appName, started: iso8601(Date()), options: options)
+            appName: appName, started: iso8601(Date()), options: options, deviceState: deviceState)
         let folder = directory
         pruneDeadRecords(in: folder)
         do {
@@ -145,6 +159,7 @@ enum StatusFile {
     private static func pruneDeadRecords(in folder: String) {
         for (record, alive) in records() where !alive {
             unlink(folder + "/\(record.pid).json")
+            unlink(DeviceControl.socketPath(pid: record.pid))
         }
     }
 
