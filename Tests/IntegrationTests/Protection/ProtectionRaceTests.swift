@@ -98,21 +98,27 @@ struct ProtectionRaceTests {
                 }
             }
             for index in 0..<8 {
+                try writeFile(m.root + "/worker-\(index).stderr", "")
                 workers.append(try spawn(["python3", script, m.documents, "\(index)", stop, m.root + "/worker-\(index).log"],
                                          stdin: "/dev/null", stdout: "/dev/null", stderr: m.root + "/worker-\(index).stderr"))
             }
             // (start, end, new state) of every flip; unlocked before the first.
+            // The flips go straight to the driver's control socket (what the
+            // verbs send; the verbs themselves are tested in LockScreenTests):
+            // a program start per flip would make 200 flips last minutes under load.
             var flips: [(start: Double, end: Double, state: DeviceState)] = []
-            let verbs: [(String, DeviceState)] = [("lock", .locked), ("unlock", .unlocked), ("reboot", .beforeFirstUnlock), ("unlock", .unlocked)]
+            let requests: [(String, DeviceState)] = [("lock 0", .locked), ("unlock", .unlocked), ("reboot", .beforeFirstUnlock), ("unlock", .unlocked)]
             for index in 0..<200 {
-                let (verb, state) = verbs[index % verbs.count]
+                let (request, state) = requests[index % requests.count]
                 let start = monotonicNow()
-                let result = m.device(verb, verb == "lock" ? ["--grace", "0"] : [])
+                let answer = ControlSocket.send(request, driverPID: m.driverPID)
                 flips.append((start, monotonicNow(), state))
-                guard result.status == 0 else {
-                    Issue.record("flip \(index) (\(verb)): \(result.stderr)")
+                guard answer.hasPrefix("ok ") else {
+                    Issue.record("flip \(index) (\(request)): \(answer)")
                     break
                 }
+                // Pacing, not waiting: give the workers time to run in each state.
+                usleep(30_000)
             }
             try writeFile(stop, "")
             for (index, pid) in workers.enumerated() {
@@ -150,8 +156,11 @@ struct ProtectionRaceTests {
                     }
                 }
             }
-            // The load reached every case: refusals and successes of class A.
+            // The load reached every case: class A opens refused and not, and
+            // descriptors opened before a lock refused after it (a run under
+            // load saw 2529, 2201 and 79 of 4730 opens).
             #expect(counts["a open EPERM", default: 0] > 0 && counts["a open ok", default: 0] > 0, "\(counts)")
+            #expect(counts["a io EPERM", default: 0] > 0, "\(counts)")
             #expect(counts["n create ok", default: 0] > 0, "\(counts)")
         }
     }

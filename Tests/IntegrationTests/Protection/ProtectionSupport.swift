@@ -103,3 +103,32 @@ extension Result where Failure == RulesErrno {
     /// "ok" or the errno's name.
     var outcome: String { rulesOutcome }
 }
+
+/// The driver's control socket spoken to directly (docs/protection.md,
+/// "The control socket"), for the race test: a flip then costs a round trip,
+/// not the start of a program.
+enum ControlSocket {
+    /// Sends one request line to the driver `pid`; its answer line ("ok locked").
+    static func send(_ request: String, driverPID pid: pid_t) -> String {
+        let directory = environment("APPSANDBOXFS_STATE_DIR") ?? "/run/appsandboxfs"
+        let path = Array("\(directory)/\(pid).control".utf8)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return "socket: \(posixError(errno))" }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: path.prefix(raw.count - 1))
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard connected == 0 else { return "connect: \(posixError(errno))" }
+        let line = Array((request + "\n").utf8)
+        guard line.withUnsafeBytes({ Glibc.write(fd, $0.baseAddress, $0.count) }) == line.count else { return "write: \(posixError(errno))" }
+        var answer: [UInt8] = []
+        var byte: UInt8 = 0
+        while Glibc.read(fd, &byte, 1) == 1, byte != UInt8(ascii: "\n") { answer.append(byte) }
+        return String(decoding: answer, as: UTF8.self)
+    }
+}
