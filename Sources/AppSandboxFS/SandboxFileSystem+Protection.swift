@@ -14,9 +14,13 @@ extension SandboxFileSystem {
     // MARK: Classes
 
     /// A node's class (P1): the one set explicitly, else the one it got at
-    /// creation (P3), else (entries made outside the driver) the nearest
-    /// folder's stored class, else the container's default (P4). The bundle
-    /// is class D.
+    /// creation (P3), else the container's default (P4). The bundle is class D.
+    ///
+    /// The class at creation is stored only when it differs from the
+    /// default, so a container whose classes nobody sets keeps a backing
+    /// tree with no attribute of the driver's, and an open costs two
+    /// getxattr calls and no walk up the tree. An entry made in the backing
+    /// directory directly has the default class.
     func protectionClass(of node: Node) -> ProtectionClass {
         switch node.zone {
         case .bundle, .bundleFolder: return .none
@@ -25,10 +29,7 @@ extension SandboxFileSystem {
         if !node.isSymlink, let stored = try? node.withFD({ (fd) throws(Errno) in Self.storedClass(fd) }) {
             return stored
         }
-        switch node.zone {
-        case .root, .documentsFolder, .libraryFolder, .tmpFolder: return dataProtection.defaultClass
-        default: return inheritedClass(of: node)
-        }
+        return dataProtection.defaultClass
     }
 
     /// The class stored on a file: explicit first, then the one from its creation.
@@ -41,30 +42,11 @@ extension SandboxFileSystem {
         return nil
     }
 
-    /// Cold path, for entries made in the backing directory directly: walks
-    /// from the root to the node's folder, one O_PATH openat per name (never
-    /// leaving the backing root), keeping the last class stored on the way.
-    func inheritedClass(of node: Node) -> ProtectionClass {
-        var protection = dataProtection.defaultClass
-        let folders = containerComponents(of: node).dropLast()
-        guard !folders.isEmpty, let rootFD = try? nodes.root.withFD({ (fd) throws(Errno) in try Backing.openPath(in: fd, ".") }) else {
-            return protection
-        }
-        var fd = rootFD
-        for name in folders {
-            guard let next = try? Backing.openPath(in: fd, name) else { break }
-            Backing.close(fd)
-            fd = next
-            if let stored = Self.storedClass(fd) { protection = stored }
-        }
-        Backing.close(fd)
-        return protection
-    }
-
     /// P3: a new regular file or folder keeps the class it got from its
     /// folder, so that a later change of the folder's class leaves it as it
     /// is. (ext4 keeps user attributes on files and folders only.)
     func recordCreationClass(_ protection: ProtectionClass, on fd: Int32) {
+        guard protection != dataProtection.defaultClass else { return }
         try? ProtectionXattrs.store(fd, ProtectionXattrs.atCreationName, protection.rawValue)
     }
 

@@ -60,6 +60,7 @@ public enum ContainerRestore {
                 throw Failure(error.description)
             }
             try tidy(staging, layout: layout)
+            try restoreDefaultProtection(opening.defaultProtection, on: staging)
             switch mode {
             case .create:
                 try moveIntoPlace(staging, target)
@@ -71,6 +72,15 @@ public enum ContainerRestore {
         } catch {
             _ = remove(staging)
             throw error
+        }
+    }
+
+    /// P4, P9: the container's default class, from the archive's global header.
+    static func restoreDefaultProtection(_ value: String?, on staging: String) throws(Failure) {
+        guard let value, ProtectionClass(rawValue: value) != nil else { return }
+        let bytes = Array(value.utf8)
+        guard asfs_lsetxattr(staging, ProtectionXattrs.containerDefaultName, bytes, bytes.count, 0) == 0 else {
+            throw Failure("\(staging): cannot record the default protection class: \(Errno(rawValue: errno))")
         }
     }
 

@@ -90,12 +90,12 @@ public struct ContainerWalk {
             problems.append(WalkProblem(path: ".", error: "cannot read its flags: \(error)"))
         }
         defaultProtection = ProtectionReading.containerDefault(folder.fd)
-        walk(folder, components: [], zone: .root, belowFlag: rootFlags.excludes, protection: defaultProtection,
+        walk(folder, components: [], zone: .root, belowFlag: rootFlags.excludes,
              device: folder.status.st_dev, visit)
     }
 
     private mutating func walk(_ folder: OpenFolder, components: [RawName], zone: Zone, belowFlag: Bool,
-                               protection folderProtection: ProtectionClass, device: dev_t, _ visit: (ContainerEntry) -> Void) {
+                               device: dev_t, _ visit: (ContainerEntry) -> Void) {
         let names: [RawName]
         do {
             names = try folder.names()
@@ -130,7 +130,7 @@ public struct ContainerWalk {
                 else if flags.excludes { .flag }
                 else if kind == .socket { .socket }
                 else { nil }
-            let protection = ProtectionReading.of(name, kind: kind, zone: childZone, in: folder.fd, inherited: folderProtection)
+            let protection = ProtectionReading.of(name, kind: kind, zone: childZone, in: folder.fd, default: defaultProtection)
             visit(ContainerEntry(components: path, kind: kind, size: kind == .file ? Int64(status.st_size) : 0,
                                  zone: childZone, flags: flags, exclusion: exclusion, protection: protection))
             guard kind == .folder else { continue }
@@ -148,7 +148,7 @@ public struct ContainerWalk {
                 continue
             }
             walk(child, components: path, zone: childZone, belowFlag: belowFlag || flags.excludes,
-                 protection: protection.protection, device: device, visit)
+                 device: device, visit)
         }
     }
 

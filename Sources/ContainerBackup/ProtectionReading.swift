@@ -5,7 +5,8 @@ import SystemPackage
 
 /// An entry's data protection class as the walk sees it in the backing
 /// store (P1, P3, P9): stored on the entry (explicitly, or from its
-/// creation), else its folder's, else the container's default.
+/// creation when that differed from the default), else the container's
+/// default, as the driver reads it.
 public struct ProtectionReading: Sendable, Hashable {
     public var protection: ProtectionClass
     /// Set explicitly through `NSFileProtectionKey` (what `cp -a` carries).
@@ -31,10 +32,10 @@ public struct ProtectionReading: Sendable, Hashable {
         return protection
     }
 
-    /// The class of `name` (of `kind`, in a folder of class `inherited`) in `folder`.
-    static func of(_ name: RawName, kind: EntryKind, zone: Zone, in folder: Int32, inherited: ProtectionClass) -> ProtectionReading {
+    /// The class of `name` (of `kind`) in `folder`.
+    static func of(_ name: RawName, kind: EntryKind, zone: Zone, in folder: Int32, default: ProtectionClass) -> ProtectionReading {
         if zone == .bundle || zone == .bundleFolder { return ProtectionReading(protection: .none, explicit: false) }
-        let fallback = ProtectionReading(protection: inherited, explicit: false)
+        let fallback = ProtectionReading(protection: `default`, explicit: false)
         guard kind == .file || kind == .folder,
               let fd = try? name.withCName({ (cName) throws(Errno) in try Backing.openPath(in: folder, cName) }) else { return fallback }
         defer { Backing.close(fd) }

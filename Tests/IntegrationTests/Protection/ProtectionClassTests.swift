@@ -2,6 +2,7 @@
 // NSFileProtectionKey attribute), P3 (inherited at creation), P4 (the
 // container's default), P9 (kept in the backing directory).
 
+import Foundation
 import Glibc
 import Testing
 
@@ -101,16 +102,18 @@ struct ProtectionClassTests {
         }
     }
 
-    @Test("P3 an entry made in the backing directory directly takes its nearest folder's class")
+    @Test("P3 P4 an entry made in the backing directory directly has the default class; entries of the default class leave no attribute in the backing store")
     func madeOutsideTheDriver() throws {
         try withMountedContainer { m in
             #expect(mkdir(m.documents + "/vault", 0o755) == 0)
             #expect(Protect.setClass(m.documents + "/vault", classB) == 0)
-            try makeDirectory(m.backingPath("Documents/vault/outside"))
-            try writeFile(m.backingPath("Documents/vault/outside/f.txt"), "f")
-            #expect(Protect.classOf(m.documents + "/vault/outside/f.txt") == classB)
-            try writeFile(m.backingPath("Documents/plain.txt"), "p")
-            #expect(Protect.classOf(m.documents + "/plain.txt") == classC)
+            try writeFile(m.backingPath("Documents/vault/outside.txt"), "f")
+            #expect(Protect.classOf(m.documents + "/vault/outside.txt") == classC)
+            try writeFile(m.documents + "/plain.txt", "p")
+            #expect(RulesLinux.llistxattr(m.backingPath("Documents/plain.txt"), nil, 0) == 0)
+            // A class other than the default is kept on the entry (P3, P9).
+            try writeFile(m.documents + "/vault/inside.txt", "i")
+            #expect(RulesLinux.llistxattr(m.backingPath("Documents/vault/inside.txt"), nil, 0) > 0)
         }
     }
 
@@ -149,9 +152,12 @@ struct ProtectionClassTests {
         }
     }
 
-    @Test("P9 backup and restore carry the classes")
+    @Test("P9 backup and restore carry the classes, and the container's default (P4)")
     func backupRestore() throws {
-        try withMountedContainer { m in
+        try withMountedContainer(prepare: { backing in
+            let result = runProcess([Binaries.appsandboxfs, "init", backing, "--app-name", "TestApp", "--protection", classB])
+            guard result.status == 0 else { throw SupportError("init --protection: \(result.stderr)") }
+        }) { m in
             #expect(mkdir(m.documents + "/vault", 0o755) == 0)
             #expect(Protect.setClass(m.documents + "/vault", classA) == 0)
             try writeFile(m.documents + "/vault/f.txt", "f")
@@ -167,6 +173,7 @@ struct ProtectionClassTests {
                 #expect(Protect.classOf(mountpoint + "/Documents/vault/f.txt") == classA)
                 #expect(Protect.classOf(mountpoint + "/Library/d.txt") == classD)
                 #expect(RulesSys.listxattr(mountpoint + "/Documents/vault/f.txt").rulesValue == [])
+                #expect(Protect.classOf(mountpoint + "/Documents") == classB)
             }
         }
     }
@@ -182,5 +189,31 @@ struct ProtectionClassTests {
             _ = Protect.waitUntil(timeout: 15) { !isFuseMount(mountpoint) }
         }
         try body(mountpoint)
+    }
+
+    @Test("P1 P9 backup-report shows each entry's class: every entry in --json, the others than the default in the table")
+    func backupReport() throws {
+        try withMountedContainer { m in
+            #expect(mkdir(m.documents + "/vault", 0o755) == 0)
+            #expect(Protect.setClass(m.documents + "/vault", classA) == 0)
+            try writeFile(m.documents + "/vault/f.txt", "f")
+            try writeFile(m.documents + "/plain.txt", "p")
+            let json = runProcess([Binaries.appsandboxfs, "backup-report", m.mountpoint, "--json"])
+            #expect(json.status == 0, "\(json.stderr)")
+            let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+            let protection = object?["protection"] as? [String: Any]
+            #expect(protection?["defaultClass"] as? String == classC)
+            var classes: [String: String] = [:]
+            for entry in protection?["entries"] as? [[String: Any]] ?? [] {
+                classes[entry["path"] as? String ?? "?"] = (entry["protection"] as? String ?? "?") + ((entry["explicit"] as? Bool) == true ? " explicit" : "")
+            }
+            #expect(classes["Documents/vault"] == classA + " explicit")
+            #expect(classes["Documents/vault/f.txt"] == classA)
+            #expect(classes["Documents/plain.txt"] == classC)
+            #expect(classes["TestApp.app/Info.plist"] == classD)
+            let table = runProcess([Binaries.appsandboxfs, "backup-report", m.mountpoint])
+            #expect(table.stdout.contains("Protection classes (container default \(classC))"), "\(table.stdout)")
+            #expect(table.stdout.contains("  Documents/vault/f.txt  NSFileProtectionComplete  from its folder"), "\(table.stdout)")
+        }
     }
 }
