@@ -46,7 +46,7 @@ let package = Package(
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         .executableTarget(name: "appsandboxfs", dependencies: [
-            "AppSandboxFS", "FuseKit", "SandboxPolicy", "BackingStore", "ContainerBackup",
+            "AppSandboxFS", "FuseKit", "SandboxPolicy", "BackingStore", "ContainerBackup", "CLinux",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "SystemPackage", package: "swift-system"),
@@ -61,8 +61,11 @@ let package = Package(
         .testTarget(name: "IntegrationTests", dependencies: [
             "appsandboxfs", "fsprobe",
         ]),
+        // The program the confinement example runs confined: it tries to
+        // write outside its container.
+        .executableTarget(name: "outside-writer", path: "Tests/OutsideWriter"),
         // How to use AppSandboxTesting: an example in Swift Testing, one in XCTest.
-        .testTarget(name: "AppSandboxTestingExamples", dependencies: ["AppSandboxTesting", "appsandboxfs"]),
+        .testTarget(name: "AppSandboxTestingExamples", dependencies: ["AppSandboxTesting", "appsandboxfs", "outside-writer"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -27,6 +27,11 @@ public struct Container: Sendable {
     /// Creates the backing directory and whatever folders it lacks. With
     /// `bundleFrom`, the bundle's contents are copied in (modes, times and
     /// attributes kept); a bundle without Info.plist gets a minimal one.
+    ///
+    /// The path to the backing directory's parent may go through links (the
+    /// user named it); from there on everything is relative to descriptors
+    /// and never follows a link, so whoever can write that parent cannot
+    /// redirect the folders made here elsewhere (docs/security.md).
     public func create(bundleFrom: String? = nil, withBundle: Bool = true) throws {
         // Check everything first, so that a refusal changes nothing.
         if let bundleFrom, !Self.isFolder(bundleFrom) {
@@ -39,42 +44,75 @@ public struct Container: Sendable {
         if !Self.exists(backing), !Self.isFolder(parent) {
             throw ContainerError("\(backing): cannot be created: \(parent) " + (Self.exists(parent) ? "is not a folder" : "does not exist"))
         }
-        try Self.makeFolder(backing)
+        let parentFD = open(parent.isEmpty ? "/" : parent, Int32(asfs_O_PATH) | O_DIRECTORY | O_CLOEXEC)
+        guard parentFD >= 0 else { throw ContainerError("\(parent): \(String(cString: strerror(errno)))") }
+        defer { close(parentFD) }
+        let root = try Self.makeFolder((backing as NSString).lastPathComponent, in: parentFD, path: backing)
+        defer { close(root) }
+        try Self.layOut(in: root, path: backing, layout: layout, bundleFrom: bundleFrom, withBundle: withBundle)
+    }
+
+    /// Makes the container's folders (and, with `withBundle`, its bundle)
+    /// inside the folder open as `root`, whose path `path` is only for
+    /// messages: every step is relative to a descriptor and follows no link.
+    public static func layOut(in root: Int32, path: String, layout: ContainerLayout,
+                              bundleFrom: String? = nil, withBundle: Bool = true) throws {
         for folder in ContainerLayout.requiredFolders {
-            try Self.makeFolder(backing + "/" + folder)
+            var current = dup(root)
+            guard current >= 0 else { throw ContainerError("\(path): \(String(cString: strerror(errno)))") }
+            var built = path
+            for part in folder.split(separator: "/") {
+                built += "/" + part
+                let next: Int32
+                do { next = try makeFolder(String(part), in: current, path: built) } catch {
+                    close(current)
+                    throw error
+                }
+                close(current)
+                current = next
+            }
+            close(current)
         }
         guard withBundle else { return }
-        let bundle = backing + "/" + layout.bundleName
-        try Self.makeFolder(bundle)
+        let bundlePath = path + "/" + layout.bundleName
+        let bundle = try makeFolder(layout.bundleName, in: root, path: bundlePath)
+        defer { close(bundle) }
         if let bundleFrom {
-            let status = runCommand("/bin/cp", ["-a", "--", bundleFrom + "/.", bundle + "/"])
+            // cp reaches the bundle through the descriptor this process holds.
+            let destination = "/proc/\(getpid())/fd/\(bundle)/"
+            let status = runCommand("/bin/cp", ["-a", "--", bundleFrom + "/.", destination])
             guard status == 0 else { throw ContainerError("bundle \(bundleFrom): copying it failed (cp exited with \(status))") }
         }
-        let plist = bundle + "/Info.plist"
-        if !Self.exists(plist) {
-            do {
-                try Self.infoPlist(appName: layout.appName).write(toFile: plist, atomically: true, encoding: .utf8)
-            } catch {
-                throw ContainerError("\(plist): cannot be written")
-            }
+        var status = stat()
+        guard fstatat(bundle, "Info.plist", &status, AT_SYMLINK_NOFOLLOW) != 0 else { return }
+        let plist = openat(bundle, "Info.plist", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        guard plist >= 0 else {
+            throw ContainerError("\(bundlePath)/Info.plist: cannot be written: \(String(cString: strerror(errno)))")
+        }
+        defer { close(plist) }
+        let bytes = Array(infoPlist(appName: layout.appName).utf8)
+        guard bytes.withUnsafeBytes({ write(plist, $0.baseAddress, $0.count) }) == bytes.count else {
+            throw ContainerError("\(bundlePath)/Info.plist: cannot be written: \(String(cString: strerror(errno)))")
         }
     }
 
-    /// mkdir that accepts an existing folder and names the path in its error.
-    static func makeFolder(_ path: String) throws {
-        if mkdir(path, 0o755) == 0 || (errno == EEXIST && isFolder(path)) { return }
-        let code = errno == EEXIST ? ENOTDIR : errno
-        throw ContainerError("\(path): \(String(cString: strerror(code)))")
+    /// mkdirat that accepts an existing folder, then opens it without
+    /// following a link: a descriptor of a folder, or an error naming `path`.
+    static func makeFolder(_ name: String, in folder: Int32, path: String) throws -> Int32 {
+        if mkdirat(folder, name, 0o755) != 0 && errno != EEXIST {
+            throw ContainerError("\(path): \(String(cString: strerror(errno)))")
+        }
+        let fd = openat(folder, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else {
+            let code = errno == ELOOP ? ENOTDIR : errno
+            throw ContainerError("\(path): \(String(cString: strerror(code)))")
+        }
+        return fd
     }
 
     static func exists(_ path: String) -> Bool {
         var s = stat()
         return lstat(path, &s) == 0
-    }
-
-    /// Empties tmp (T2) safely (T3). Returns what could not be removed.
-    public func clearTmp() -> [TreeRemover.Failure] {
-        TreeRemover.removeContents(ofFolderAt: backing + "/tmp")
     }
 
     /// Whether the backing file system stores `user.` extended attributes

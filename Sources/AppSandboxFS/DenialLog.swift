@@ -20,19 +20,22 @@ final class DenialLog: Sendable {
     }
 
     /// `pid` is what the FUSE request carries: the calling thread's id. The
-    /// line names the process it belongs to, as iOS does.
+    /// line names the process it belongs to, as iOS does. Every field that
+    /// comes from outside (the process name, which any process sets for
+    /// itself with prctl(PR_SET_NAME), and the path) is escaped, so that one
+    /// denial is always one line with no control bytes in it.
     func record(pid thread: pid_t, operation: SandboxOperation, path: String) {
         let pid = Self.processID(ofThread: thread)
-        let line = "Sandbox: \(Self.processName(pid))(\(pid)) deny(1) \(operation.rawValue) \(Self.escaped(path))\n"
-        emit(line)
+        emit(Self.line(process: Self.processName(pid), pid: pid, operation: operation.rawValue, path: Array(path.utf8)))
     }
 
-    /// A data protection refusal (P8):
+    /// A data protection refusal (P8), escaped as the sandbox's lines are:
     /// `DataProtection: <process>(<pid>) deny(1) <operation> <path> <class> <state>`.
     func recordDataProtection(pid thread: pid_t, operation: String, path: String, protection: ProtectionClass,
                               state: DeviceState) {
         let pid = Self.processID(ofThread: thread)
-        emit("DataProtection: \(Self.processName(pid))(\(pid)) deny(1) \(operation) \(Self.escaped(path)) \(protection.rawValue) \(state.rawValue)\n")
+        emit(Self.line(process: Self.processName(pid), pid: pid, operation: operation, path: Array(path.utf8),
+                       kind: "DataProtection", trailer: " \(protection.rawValue) \(state.rawValue)"))
     }
 
     /// Writes one whole line to standard error and the log file.
@@ -46,20 +49,47 @@ final class DenialLog: Sendable {
         }
     }
 
-    /// A path with its control characters written as \n, \t or \xNN (and a
-    /// backslash as \\), so that one denial is always one line.
-    static func escaped(_ path: String) -> String {
-        guard path.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == UInt8(ascii: "\\") }) else { return path }
+    /// One denial line, newline included. `kind` names the refuser
+    /// (Sandbox, or DataProtection with the class and state as `trailer`).
+    static func line(process: [UInt8], pid: pid_t, operation: String, path: [UInt8], kind: String = "Sandbox",
+                     trailer: String = "") -> String {
+        "\(kind): \(escaped(process, space: true))(\(pid)) deny(1) \(escaped(Array(operation.utf8))) \(escaped(path))\(trailer)\n"
+    }
+
+    /// Bytes as log text (docs/rules.md, "The denial line"): a newline, a tab
+    /// and a backslash become \n, \t and \\; any other control byte (C0,
+    /// DEL, and the C1 controls U+0080-U+009F, which some terminals obey),
+    /// and every byte that is not valid UTF-8, becomes \xNN. With `space`
+    /// (the process name) a space becomes \x20 too, so that the name, which
+    /// comes before ` deny(1) `, can never hold that marker.
+    static func escaped(_ bytes: [UInt8], space: Bool = false) -> String {
         var result = ""
-        for scalar in path.unicodeScalars {
-            switch scalar {
-            case "\n": result += "\\n"
-            case "\t": result += "\\t"
-            case "\\": result += "\\\\"
-            case _ where scalar.value < 0x20 || scalar.value == 0x7F:
-                let hex = String(scalar.value, radix: 16, uppercase: true)
-                result += "\\x" + (hex.count == 1 ? "0" + hex : hex)
-            default: result.unicodeScalars.append(scalar)
+        var iterator = bytes.makeIterator()
+        var parser = Unicode.UTF8.ForwardParser()
+        var offset = 0
+        func hex(_ byte: UInt8) -> String {
+            let digits = String(byte, radix: 16, uppercase: true)
+            return "\\x" + (digits.count == 1 ? "0" + digits : digits)
+        }
+        loop: while true {
+            switch parser.parseScalar(from: &iterator) {
+            case .valid(let encoded):
+                let scalar = Unicode.UTF8.decode(encoded)
+                offset += encoded.count
+                switch scalar {
+                case "\n": result += "\\n"
+                case "\t": result += "\\t"
+                case "\\": result += "\\\\"
+                case " " where space: result += "\\x20"
+                case _ where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value):
+                    result += encoded.map(hex).joined()
+                default: result.unicodeScalars.append(scalar)
+                }
+            case .error(let length):
+                result += bytes[offset..<offset + length].map(hex).joined()
+                offset += length
+            case .emptyInput:
+                break loop
             }
         }
         return result
@@ -83,15 +113,17 @@ final class DenialLog: Sendable {
         return String(decoding: buffer[0..<count], as: UTF8.self)
     }
 
-    /// The short command name of a process, as in /proc/PID/comm.
-    static func processName(_ pid: pid_t) -> String {
+    /// The short command name of a process, as in /proc/PID/comm, as the
+    /// raw bytes the process gave itself.
+    static func processName(_ pid: pid_t) -> [UInt8] {
         let fd = open("/proc/\(pid)/comm", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return "unknown" }
+        guard fd >= 0 else { return Array("unknown".utf8) }
         defer { close(fd) }
         var buffer = [UInt8](repeating: 0, count: 64)
         let count = read(fd, &buffer, buffer.count)
-        guard count > 0 else { return "unknown" }
-        return String(decoding: buffer[0..<count], as: UTF8.self).trimmingCharacters(in: "\n")
+        guard count > 0 else { return Array("unknown".utf8) }
+        // The kernel ends the name with one newline of its own.
+        return Array(buffer[0..<(buffer[count - 1] == 0x0A ? count - 1 : count)])
     }
 
     deinit {
@@ -101,12 +133,4 @@ final class DenialLog: Sendable {
 
 extension Substring {
     func trimmingPrefixSpaces() -> Substring { drop { $0 == " " || $0 == "\t" } }
-}
-
-extension String {
-    func trimmingCharacters(in set: Character) -> String {
-        var result = self
-        while result.last == set { result.removeLast() }
-        return result
-    }
 }

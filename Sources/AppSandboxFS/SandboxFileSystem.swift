@@ -22,6 +22,10 @@ public final class SandboxFileSystem: FileSystemOperations {
     /// from outside the backing directory (`mount --bundle`).
     let bundleRoot: Int32?
     let bundleName: String
+    /// tmp's life with this mount (T2-T4), from the root descriptor opened
+    /// at mount: the driver empties it before mounting and after its
+    /// session ends.
+    public let tmp: ContainerTmp
     /// The session, for telling the kernel to drop cached entries.
     let session = Locked<FuseSession?>(nil)
 
@@ -32,6 +36,9 @@ public final class SandboxFileSystem: FileSystemOperations {
         do {
             rootFD = try Backing.openRoot(configuration.backing)
         } catch {
+            throw MountError.backingMissing(path: configuration.backing, errno: error.rawValue)
+        }
+        do { tmp = try ContainerTmp(root: rootFD, keep: configuration.keepTmp) } catch {
             throw MountError.backingMissing(path: configuration.backing, errno: error.rawValue)
         }
         let rootStat: stat

@@ -49,7 +49,7 @@ public struct ProtectionDenial: Sendable, Hashable, CustomStringConvertible {
         guard let classSpace = beforeState.lastIndex(of: " "), classSpace > first,
               let protection = ProtectionClass(rawValue: String(beforeState[beforeState.index(after: classSpace)...])),
               let state = DeviceState(rawValue: String(rest[rest.index(after: last)...])) else { return nil }
-        self.process = String(who[..<open])
+        self.process = Denial.unescape(String(who[..<open]))
         self.pid = pid
         self.operation = String(rest[..<first])
         self.path = Denial.unescape(String(rest[rest.index(after: first)..<classSpace]))

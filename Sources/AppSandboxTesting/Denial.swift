@@ -6,7 +6,8 @@ import Foundation
 ///
 /// for each change the sandbox refused (EROFS or EPERM from a rule).
 public struct Denial: Sendable, Hashable, CustomStringConvertible {
-    /// The process that made the call, as in /proc/PID/comm ("touch").
+    /// The process that made the call, as in /proc/PID/comm ("touch"),
+    /// unescaped.
     public var process: String
     public var pid: Int32
     /// The sandbox operation: file-write-create, file-write-data,
@@ -30,16 +31,18 @@ public struct Denial: Sendable, Hashable, CustomStringConvertible {
               let pid = Int32(who[who.index(after: open)..<who.index(before: who.endIndex)]) else { return nil }
         let rest = line[deny.upperBound...]
         guard let space = rest.firstIndex(of: " ") else { return nil }
-        self.process = String(who[..<open])
+        self.process = Denial.unescape(String(who[..<open]))
         self.pid = pid
         self.operation = String(rest[..<space])
         self.path = Denial.unescape(String(rest[rest.index(after: space)...]))
         self.line = line
     }
 
-    /// The log writes a newline, a tab, a backslash and other control
-    /// characters in a path as \n, \t, \\ and \xNN, so a denial is one line.
-    static func unescape(_ text: String) -> String {
+    /// The log writes a newline, a tab, a backslash, other control
+    /// characters and bytes that are not UTF-8 in a process name or a path as
+    /// \n, \t, \\ and \xNN (and a space in a process name as \x20), so a
+    /// denial is one line (docs/rules.md, "The denial line").
+    public static func unescape(_ text: String) -> String {
         guard text.contains("\\") else { return text }
         var bytes: [UInt8] = []
         var input = Array(text.utf8)[...]

@@ -222,6 +222,31 @@ public final class MountedContainer: Sendable {
         try Subprocess.run([appsandboxfs, "run", mountpoint, "--"] + arguments, timeout: timeout)
     }
 
+    /// Runs a program confined to the container, through
+    /// `appsandboxfs run --confine` (rules R1-R5): the container read-write,
+    /// the rest of the file system read-only (EROFS), /tmp the container's
+    /// tmp, the backing directory an empty folder, no capabilities. `user`
+    /// is `"UID"` or `"UID:GID"` (an app on a device runs as "501"; the
+    /// container's folders must then let that user write). Needs root, and
+    /// a container mounted outside /tmp and /var/tmp:
+    ///
+    ///     try withMountedContainer(.init(temporaryDirectory: MountedContainer.confinableTemporaryDirectory)) { container in
+    ///         let result = try container.runConfined(["sh", "-c", "touch /etc/x"])
+    ///         // result.standardError: "touch: cannot touch '/etc/x': Read-only file system"
+    ///     }
+    public func runConfined(_ arguments: [String], user: String? = nil, timeout: Double = 120) throws -> ProcessResult {
+        for folder in ["/tmp", "/var/tmp"] where mountpoint.hasPrefix(folder + "/") {
+            throw FixtureError("runConfined: \(mountpoint) lies in \(folder), which the confined world replaces with the container's tmp: mount with Options(temporaryDirectory: MountedContainer.confinableTemporaryDirectory)")
+        }
+        let userOption = user.map { ["--user", $0] } ?? []
+        return try Subprocess.run([appsandboxfs, "run", mountpoint, "--confine"] + userOption + ["--"] + arguments,
+                                  timeout: timeout)
+    }
+
+    /// A folder outside /tmp and /var/tmp for containers that `runConfined`
+    /// uses (made when missing).
+    public static let confinableTemporaryDirectory = "/var/lib/appsandboxfs-testing"
+
     /// Puts a copy of `file` into Documents/Inbox, as Mail or AirDrop would
     /// (`appsandboxfs deliver`), and returns its path through the mount
     /// (report-1.pdf when report.pdf is taken).
@@ -410,6 +435,9 @@ public final class MountedContainer: Sendable {
     }
 
     private static func makeTemporaryFolder(in folder: String) throws -> String {
+        if mkdir(folder, 0o755) != 0 && errno != EEXIST {
+            throw FixtureError("mkdir \(folder): \(String(cString: strerror(errno)))")
+        }
         var template = Array("\(folder)/appsandboxfs-test-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else {
             throw FixtureError("mkdtemp in \(folder): \(String(cString: strerror(errno)))")

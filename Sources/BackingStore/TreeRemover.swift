@@ -28,6 +28,20 @@ public enum TreeRemover {
         return failures
     }
 
+    /// Removes everything inside the folder open as `folder` (an O_RDONLY
+    /// or O_PATH descriptor of a folder; the folder itself stays): for callers
+    /// that opened and checked the folder themselves.
+    public static func removeContents(ofFolder folder: Int32) -> [Failure] {
+        let fd = openat(folder, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return [Failure(path: ".", errno: Errno(rawValue: errno))] }
+        defer { close(fd) }
+        var folderStat = stat()
+        guard fstat(fd, &folderStat) == 0 else { return [Failure(path: ".", errno: Errno(rawValue: errno))] }
+        var failures: [Failure] = []
+        removeContents(of: fd, device: folderStat.st_dev, prefix: "", failures: &failures)
+        return failures
+    }
+
     private static func removeContents(of folder: Int32, device: dev_t, prefix: String, failures: inout [Failure]) {
         // Read all names first: removing while reading a directory stream may skip entries.
         guard let names = entries(of: folder) else {

@@ -8,22 +8,39 @@ import SystemPackage
 /// does: Documents and Library come from the archive, the bundle is laid
 /// out anew (or kept), Library/Caches and tmp are empty.
 ///
-/// The container is built in a staging folder beside the target and moved
-/// into place in one rename at the end, so a restore that fails leaves the
-/// target as it was:
+/// The archive is untrusted input and the restore runs as root, so it is
+/// built where no one else can reach and worked on only through
+/// descriptors (docs/security.md, "Archives" and "The backing folder's
+/// parent"):
 ///
-/// 1. `layOut` makes the staging folder a container (the system folders and,
-///    unless the target's bundle is kept, the bundle);
-/// 2. tar extracts the archive over it, except what an archive may not put
-///    in a container: anything in the bundle, Library/Caches or tmp;
-/// 3. anything else the archive put at the root is removed, and Caches and
+/// 1. the target's parent is opened once (the path to it may go through
+///    links: the user named it); beside the target, in that folder, a
+///    staging folder `.<name>.restore-XXXXXX` is made with mode 0700 and
+///    opened without following links, and the new container is built in
+///    `container` inside it, so that what the archive holds cannot be
+///    reached by anyone else before it is cleaned, whatever modes it sets;
+/// 2. `layOut` makes the new container's system folders (and, unless the
+///    target's bundle is kept, the bundle) from its descriptor;
+/// 3. tar extracts the archive into it (through /proc/self/fd), except what
+///    an archive may not put in a container: anything in the bundle,
+///    Library/Caches or tmp;
+/// 4. unless privileges are preserved, `UntrustedArchive` takes out set-ID
+///    bits, capabilities, `security.*`/`trusted.*`/`system.*` attributes,
+///    device nodes, FIFOs and sockets, and gives every entry the container's
+///    owner;
+/// 5. anything else the archive put at the root is removed, and Caches and
 ///    tmp are emptied again, whatever the archive held;
-/// 4. the staging folder takes the target's place: renamed onto it when the
-///    target is absent or an empty folder, or, when replacing a container,
-///    exchanged with it (RENAME_EXCHANGE) after its bundle has been moved
-///    over; the old container is then removed.
+/// 6. the new container takes the target's place, each step relative to the
+///    parent's descriptor: renamed onto it when the target is absent or an
+///    empty folder, or, when replacing a container, exchanged with it
+///    (RENAME_EXCHANGE) after its bundle has been moved over, and only if the
+///    target is still the folder first opened; the old container is then
+///    removed through its own descriptor.
 ///
-/// Whether the target is mounted is for the caller to check first.
+/// Nothing is ever changed by path below the parent, so whoever can write
+/// the parent (and swap the staging folder or the target for a link) cannot
+/// redirect root's changes. Whether the target is mounted is for the caller
+/// to check first.
 public enum ContainerRestore {
     public struct Failure: Error, CustomStringConvertible {
         public var description: String
@@ -39,125 +56,260 @@ public enum ContainerRestore {
     }
 
     /// What went wrong after the restore itself succeeded (removing the old
-    /// container): the target is restored, but these remain.
+    /// container or the staging folder): the target is restored, but these
+    /// remain.
     public typealias Leftovers = [String]
 
+    public struct Outcome: Sendable {
+        public var leftovers: Leftovers
+        /// What the archive held that `ArchivePrivileges.drop` left out.
+        public var dropped: DroppedPrivileges
+    }
+
+    /// Restores the archive read from `input` into `target`.
+    ///
+    /// - `privileges`: `.drop(owner:group:)` for the container's owner, or
+    ///   `.preserve`; nil takes the owner of the container being replaced,
+    ///   else (a new container) the restoring user.
+    /// - `layOut`: lays out a container in the folder whose descriptor it gets.
+    /// - `beforePlacing`: for tests, called after the container is built and
+    ///   before it is moved into place, with the staging folder's path: the
+    ///   moment a swap of the staging folder or the target would redirect a
+    ///   restore that worked by path.
     public static func restore(_ input: Int32, opening: TarArchive.Opening, expected: Int64?,
                                into target: String, layout: ContainerLayout, mode: Mode,
-                               layOut: (String) throws -> Void,
-                               progress: (TarArchive.Progress) -> Void = { _ in }) throws(Failure) -> Leftovers {
-        let staging = try makeStaging(beside: target)
+                               privileges: ArchivePrivileges? = nil,
+                               layOut: (_ root: Int32, _ path: String) throws -> Void,
+                               progress: (TarArchive.Progress) -> Void = { _ in },
+                               beforePlacing: (String) -> Void = { _ in }) throws(Failure) -> Outcome {
+        let (parentPath, name) = split(target)
+        guard !name.isEmpty, name != ".", name != ".." else { throw Failure("\(target): not a name for a container") }
+        let parent: OpenFolder
+        do { parent = try OpenFolder.root(parentPath) } catch {
+            throw Failure("\(parentPath): \(error)")
+        }
+        let old: OpenFolder?
+        switch mode {
+        case .create: old = nil
+        case .replace:
+            do { old = try parent.folder(Array(name.utf8)) } catch {
+                throw Failure("\(target): not a folder (\(error))")
+            }
+        }
+        let staging = try Staging(in: parent, parentPath: parentPath, beside: name)
         do throws(Failure) {
-            do {
-                try layOut(staging)
-            } catch {
+            let root = staging.container
+            do { try layOut(root.fd, staging.path) } catch {
                 throw Failure("cannot lay out the container: \(error)")
             }
             do {
-                try TarArchive.extract(input, opening: opening, expected: expected, into: staging,
+                try TarArchive.extract(input, opening: opening, expected: expected, into: "/proc/self/fd/3",
+                                       descriptor: root.fd,
                                        excluded: [layout.bundleName, "Library/Caches", "tmp"], progress: progress)
             } catch {
                 throw Failure(error.description)
             }
-            try tidy(staging, layout: layout)
-            try restoreDefaultProtection(opening.defaultProtection, on: staging)
-            switch mode {
-            case .create:
-                try moveIntoPlace(staging, target)
-                return []
-            case .replace(let keepBundle):
-                try exchange(staging, target, bundle: keepBundle ? layout.bundleName : nil)
-                return remove(staging)
+            var dropped = DroppedPrivileges()
+            let rule = privileges ?? .drop(owner: old?.status.st_uid ?? geteuid(), group: old?.status.st_gid ?? getegid())
+            if case .drop(let owner, let group) = rule {
+                do { dropped = try UntrustedArchive.drop(in: root, owner: owner, group: group) } catch {
+                    throw Failure("\(staging.path): cannot take the archive's privileges out: \(error)")
+                }
             }
+            try tidy(root, path: staging.path, layout: layout)
+            try restoreDefaultProtection(opening.defaultProtection, on: root, path: staging.path)
+            beforePlacing(staging.path)
+            var leftovers: Leftovers = []
+            if let old {
+                let keepBundle: Bool
+                if case .replace(let keep) = mode { keepBundle = keep } else { keepBundle = false }
+                try exchange(staging, old, in: parent, name: name, target: target,
+                             bundle: keepBundle ? layout.bundleName : nil)
+                leftovers += staging.removeReplaced(old)
+            } else {
+                try moveIntoPlace(staging, in: parent, name: name, target: target)
+            }
+            leftovers += staging.remove()
+            return Outcome(leftovers: leftovers, dropped: dropped)
         } catch {
-            _ = remove(staging)
+            _ = staging.removeContainer()
+            _ = staging.remove()
             throw error
         }
     }
 
-    /// P4, P9: the container's default class, from the archive's global header.
-    static func restoreDefaultProtection(_ value: String?, on staging: String) throws(Failure) {
+    /// P4, P9: the container's default class, from the archive's global
+    /// header, onto the new container's root (by its descriptor).
+    static func restoreDefaultProtection(_ value: String?, on root: OpenFolder, path: String) throws(Failure) {
         guard let value, ProtectionClass(rawValue: value) != nil else { return }
-        let bytes = Array(value.utf8)
-        guard asfs_lsetxattr(staging, ProtectionXattrs.containerDefaultName, bytes, bytes.count, 0) == 0 else {
-            throw Failure("\(staging): cannot record the default protection class: \(Errno(rawValue: errno))")
+        do { try ProtectionXattrs.store(root.fd, ProtectionXattrs.containerDefaultName, value) } catch {
+            throw Failure("\(path): cannot record the default protection class: \(error)")
         }
     }
 
-    /// A new empty folder beside `target`, on the same file system, so that
-    /// the final rename is possible.
-    static func makeStaging(beside target: String) throws(Failure) -> String {
-        let (parent, name) = split(target)
-        var template = Array("\(parent)/.\(name).restore-XXXXXX".utf8CString)
-        guard mkdtemp(&template) != nil else {
-            throw Failure("\(parent): cannot create a staging folder: \(Errno(rawValue: errno))")
+    /// The staging folder beside the target (on the same file system, so
+    /// that the final rename is possible), 0700 and root's, and the new
+    /// container inside it.
+    final class Staging {
+        let parent: OpenFolder
+        let name: RawName
+        /// For messages.
+        let path: String
+        let folder: OpenFolder
+        let container: OpenFolder
+        static let containerName: RawName = Array("container".utf8)
+
+        init(in parent: OpenFolder, parentPath: String, beside target: String) throws(Failure) {
+            self.parent = parent
+            var made: (RawName, OpenFolder)?
+            for _ in 0..<100 {
+                let suffix = String((0..<6).map { _ in "abcdefghijklmnopqrstuvwxyz0123456789".randomElement()! })
+                let candidate = Array(".\(target).restore-\(suffix)".utf8)
+                do {
+                    try candidate.withCName { (cName) throws(Errno) in _ = try retrying { mkdirat(parent.fd, cName, 0o700) } }
+                } catch .fileExists {
+                    continue
+                } catch {
+                    throw Failure("\(parentPath): cannot create a staging folder: \(error)")
+                }
+                let opened: OpenFolder
+                do { opened = try parent.folder(candidate) } catch {
+                    throw Failure("\(parentPath): cannot open the staging folder: \(error)")
+                }
+                // Someone who can write the parent may have put their own
+                // folder there between the two calls: only ours will do.
+                guard opened.status.st_uid == geteuid(), opened.status.st_mode & 0o7777 == 0o700 else {
+                    throw Failure("\(parentPath)/\(candidate.displayText): the staging folder was replaced while being made")
+                }
+                made = (candidate, opened)
+                break
+            }
+            guard let (name, folder) = made else { throw Failure("\(parentPath): cannot find a name for a staging folder") }
+            self.name = name
+            self.folder = folder
+            path = parentPath + "/" + name.displayText + "/container"
+            do {
+                try Self.containerName.withCName { (cName) throws(Errno) in _ = try retrying { mkdirat(folder.fd, cName, 0o700) } }
+                container = try folder.folder(Self.containerName)
+            } catch {
+                _ = Self.removeIfOurs(name, folder, in: parent)
+                throw Failure("\(path): cannot create it: \(error)")
+            }
         }
-        return String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+
+        /// Removes the new container (a failed restore).
+        func removeContainer() -> Leftovers {
+            var leftovers = TreeRemover.removeContents(ofFolder: container.fd).map { "\(path)/\($0)" }
+            do { try folder.removeFolder(Self.containerName) } catch {
+                if error != .noSuchFileOrDirectory { leftovers.append("\(path): \(error)") }
+            }
+            return leftovers
+        }
+
+        /// After an exchange, the old container sits where the new one was
+        /// built: removed through its own descriptor, and only if it is the
+        /// folder that was replaced.
+        func removeReplaced(_ old: OpenFolder) -> Leftovers {
+            guard let now = try? folder.status(of: Self.containerName),
+                  now.st_dev == old.status.st_dev, now.st_ino == old.status.st_ino else {
+                return ["\(path): not the replaced container any more; left alone"]
+            }
+            var leftovers = TreeRemover.removeContents(ofFolder: old.fd).map { "\(path)/\($0)" }
+            do { try folder.removeFolder(Self.containerName) } catch {
+                leftovers.append("\(path): \(error)")
+            }
+            return leftovers
+        }
+
+        /// Removes the (empty) staging folder, if its name still holds it.
+        func remove() -> Leftovers {
+            Self.removeIfOurs(name, folder, in: parent) ? [] : [String(path.dropLast("/container".count)) + ": left behind"]
+        }
+
+        static func removeIfOurs(_ name: RawName, _ folder: OpenFolder, in parent: OpenFolder) -> Bool {
+            guard let now = try? parent.status(of: name),
+                  now.st_dev == folder.status.st_dev, now.st_ino == folder.status.st_ino else { return false }
+            return (try? parent.removeFolder(name)) != nil
+        }
     }
 
-    /// Step 3: only Documents, Library, tmp and the bundle stay at the root;
+    /// Step 5: only Documents, Library, tmp and the bundle stay at the root;
     /// Caches and tmp are emptied.
-    static func tidy(_ staging: String, layout: ContainerLayout) throws(Failure) {
+    static func tidy(_ root: OpenFolder, path: String, layout: ContainerLayout) throws(Failure) {
         let keep: Set<RawName> = [Array("Documents".utf8), Array("Library".utf8), Array("tmp".utf8), Array(layout.bundleName.utf8)]
         do {
-            let root = try OpenFolder.root(staging)
             for name in try root.names() where !keep.contains(name) {
-                let path = staging + "/" + name.displayText
                 if EntryKind(mode: try root.status(of: name).st_mode) == .folder {
-                    let failures = TreeRemover.removeContents(ofFolderAt: path)
-                    if let first = failures.first { throw Failure("\(path): cannot remove it: \(first)") }
+                    let failures = TreeRemover.removeContents(ofFolder: try root.folder(name).fd)
+                    if let first = failures.first { throw Failure("\(path)/\(name.displayText): cannot remove it: \(first)") }
                     try root.removeFolder(name)
                 } else {
                     try root.unlink(name)
                 }
             }
+            for folder in [["Library", "Caches"], ["tmp"]] {
+                var current = root
+                for part in folder { current = try current.folder(Array(part.utf8)) }
+                if let first = TreeRemover.removeContents(ofFolder: current.fd).first {
+                    throw Failure("\(path)/\(folder.joined(separator: "/")): cannot empty it: \(first)")
+                }
+            }
         } catch let error as Failure {
             throw error
         } catch {
-            throw Failure("\(staging): cannot tidy the restored container: \(error)")
-        }
-        for folder in ["Library/Caches", "tmp"] {
-            if let first = TreeRemover.removeContents(ofFolderAt: staging + "/" + folder).first {
-                throw Failure("\(staging)/\(folder): cannot empty it: \(first)")
-            }
+            throw Failure("\(path): cannot tidy the restored container: \(error)")
         }
     }
 
-    /// Step 4 for a new container.
-    static func moveIntoPlace(_ staging: String, _ target: String) throws(Failure) {
-        // mkdtemp made it 0700; a container folder is as `mkdir` makes it.
+    /// Step 6 for a new container.
+    static func moveIntoPlace(_ staging: Staging, in parent: OpenFolder, name: String, target: String) throws(Failure) {
+        // A container folder is as `mkdir` makes it.
         let mask = umask(0)
         umask(mask)
-        chmod(staging, 0o777 & ~mask)
-        guard rename(staging, target) == 0 else {
-            throw Failure("\(target): cannot move the restored container into place: \(Errno(rawValue: errno))")
+        fchmod(staging.container.fd, 0o777 & ~mask)
+        do {
+            try Staging.containerName.withCName { (from) throws(Errno) in
+                try Array(name.utf8).withCName { (to) throws(Errno) in
+                    _ = try retrying { renameat(staging.folder.fd, from, parent.fd, to) }
+                }
+            }
+        } catch {
+            throw Failure("\(target): cannot move the restored container into place: \(error)")
         }
     }
 
-    /// Step 4 when replacing a container: the bundle moves over, the root
-    /// keeps its mode and owner, and the two folders change places.
-    static func exchange(_ staging: String, _ target: String, bundle: String?) throws(Failure) {
-        var old = stat()
-        guard stat(target, &old) == 0 else { throw Failure("\(target): \(Errno(rawValue: errno))") }
-        chmod(staging, old.st_mode & 0o7777)
-        _ = chown(staging, old.st_uid, old.st_gid)
-        if let bundle {
-            guard rename(target + "/" + bundle, staging + "/" + bundle) == 0 else {
-                throw Failure("\(target)/\(bundle): cannot move the bundle over: \(Errno(rawValue: errno))")
+    /// Step 6 when replacing a container: the bundle moves over, the root
+    /// keeps its mode and owner, and the two folders change places, if the
+    /// target is still the folder `old`.
+    static func exchange(_ staging: Staging, _ old: OpenFolder, in parent: OpenFolder, name: String, target: String,
+                         bundle: String?) throws(Failure) {
+        let new = staging.container
+        fchmod(new.fd, old.status.st_mode & 0o7777)
+        _ = fchown(new.fd, old.status.st_uid, old.status.st_gid)
+        let rawName = Array(name.utf8)
+        func rename(_ from: OpenFolder, _ fromName: RawName, _ to: OpenFolder, _ toName: RawName, flags: UInt32 = 0) throws(Errno) {
+            try fromName.withCName { (a) throws(Errno) in
+                try toName.withCName { (b) throws(Errno) in _ = try retrying { asfs_renameat2(from.fd, a, to.fd, b, flags) } }
             }
         }
-        guard asfs_renameat2(AT_FDCWD, staging, AT_FDCWD, target, UInt32(asfs_RENAME_EXCHANGE)) == 0 else {
-            let code = Errno(rawValue: errno)
-            if let bundle { _ = rename(staging + "/" + bundle, target + "/" + bundle) }
-            throw Failure("\(target): cannot put the restored container in place: \(code)")
+        if let bundle {
+            do { try rename(old, Array(bundle.utf8), new, Array(bundle.utf8)) } catch {
+                throw Failure("\(target)/\(bundle): cannot move the bundle over: \(error)")
+            }
         }
-    }
-
-    /// Removes a staging folder and all it holds; returns what could not go.
-    static func remove(_ staging: String) -> Leftovers {
-        var leftovers = TreeRemover.removeContents(ofFolderAt: staging).map { "\(staging)/\($0)" }
-        if rmdir(staging) != 0 && errno != ENOENT { leftovers.append("\(staging): \(Errno(rawValue: errno))") }
-        return leftovers
+        let stillThere = (try? parent.status(of: rawName)).map { $0.st_dev == old.status.st_dev && $0.st_ino == old.status.st_ino } ?? false
+        var failure: String?
+        if !stillThere {
+            failure = "it was replaced while the archive was restored"
+        } else {
+            do { try rename(staging.folder, Staging.containerName, parent, rawName, flags: UInt32(asfs_RENAME_EXCHANGE)) } catch {
+                failure = "\(error)"
+            }
+        }
+        if let failure {
+            if let bundle { try? rename(new, Array(bundle.utf8), old, Array(bundle.utf8)) }
+            throw Failure("\(target): cannot put the restored container in place: \(failure)")
+        }
     }
 
     static func split(_ path: String) -> (parent: String, name: String) {

@@ -59,7 +59,7 @@ public enum PaxGlobalHeader {
     public static func headerLength(firstBlock block: [UInt8]) -> Int? {
         guard block.count >= blockSize, block[156] == UInt8(ascii: "g"),
               Array(block[257..<262]) == Array("ustar".utf8),
-              let size = parseOctal(block[124..<136]) else { return nil }
+              let size = parseOctal(block[124..<136]), size <= maximumSize else { return nil }
         return blockSize + (size + blockSize - 1) / blockSize * blockSize
     }
 
@@ -67,13 +67,14 @@ public enum PaxGlobalHeader {
     /// of the archive's start; empty when there is none.
     public static func decode(_ bytes: [UInt8]) -> [String: String] {
         guard headerLength(firstBlock: Array(bytes.prefix(blockSize))) != nil,
-              let size = parseOctal(bytes[124..<136]), bytes.count >= blockSize + size else { return [:] }
+              let size = parseOctal(bytes[124..<136]), size <= maximumSize, bytes.count >= blockSize + size else { return [:] }
         var records: [String: String] = [:]
         var rest = bytes[blockSize..<(blockSize + size)]
         while !rest.isEmpty {
             guard let space = rest.firstIndex(of: UInt8(ascii: " ")),
                   let length = Int(String(decoding: rest[rest.startIndex..<space], as: UTF8.self)),
-                  length > 0, rest.count >= length else { break }
+                  // The record must hold its length, the space and the newline.
+                  length > space - rest.startIndex + 1, rest.count >= length else { break }
             let record = rest[(space + 1)..<(rest.startIndex + length - 1)]  // without the newline
             if let equals = record.firstIndex(of: UInt8(ascii: "=")) {
                 records[String(decoding: record[record.startIndex..<equals], as: UTF8.self)] =
@@ -84,8 +85,15 @@ public enum PaxGlobalHeader {
         return records
     }
 
+    /// An archive is untrusted input: a global header larger than this is
+    /// not read (its records name the app, a few hundred bytes).
+    static let maximumSize = 1 << 20
+
+    /// An octal number field: digits 0-7 only (no sign), padded with spaces
+    /// or NULs.
     static func parseOctal(_ field: ArraySlice<UInt8>) -> Int? {
         let digits = field.drop { $0 == UInt8(ascii: " ") }.prefix { $0 != 0 && $0 != UInt8(ascii: " ") }
+        guard !digits.isEmpty, digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "7")).contains($0) }) else { return nil }
         return Int(String(decoding: digits, as: UTF8.self), radix: 8)
     }
 }

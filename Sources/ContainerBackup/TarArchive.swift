@@ -165,7 +165,10 @@ public enum TarArchive {
     /// names (each a path below the archive root, with everything below it;
     /// compared exactly, no wildcards). Modes, owners (when run as root),
     /// modification times and extended attributes are restored.
+    /// `descriptor`, if given, is tar's descriptor 3 (then `directory` may
+    /// be /proc/self/fd/3: tar works in the very folder the caller opened).
     public static func extract(_ input: Int32, opening: Opening, expected: Int64?, into directory: String,
+                               descriptor: Int32? = nil,
                                excluded: [String], progress: (Progress) -> Void = { _ in }) throws(Failure) {
         var arguments = [
             "tar", "--extract", "--file=-", "--directory=\(directory)",
@@ -181,7 +184,7 @@ public enum TarArchive {
         defer { messages.close() }
         let tar: Subprocess
         do {
-            tar = try Subprocess.start(arguments, pipe: .stdin, environment: environment,
+            tar = try Subprocess.start(arguments, pipe: .stdin, environment: environment, descriptor3: descriptor,
                                        standardError: messages.childDescriptor)
         } catch {
             throw Failure("cannot run GNU tar: \(error)")

@@ -32,8 +32,10 @@ struct DeliverCommand: ParsableCommand {
         } else {
             backing = target
         }
-        let inbox = backing + "/Documents/Inbox"
-        try MountChecks.folder(inbox, role: "Inbox of \(target)")
+        let inboxPath = backing + "/Documents/Inbox"
+        try MountChecks.folder(inboxPath, role: "Inbox of \(target)")
+        let inbox = try Self.openInbox(backing)
+        defer { close(inbox) }
         var delivered: [Output.Delivery] = []
         // Every file is checked before any is delivered: a bad one changes nothing.
         for file in files {
@@ -43,7 +45,7 @@ struct DeliverCommand: ParsableCommand {
         }
         for file in files {
             let source = absolutePath(file)
-            let name = try deliver(source, into: inbox)
+            let name = try deliver(source, into: inbox, path: inboxPath)
             let path = "\(target)/Documents/Inbox/\(name)"
             if json {
                 delivered.append(Output.Delivery(file: file, name: name, path: path))
@@ -69,30 +71,75 @@ struct DeliverCommand: ParsableCommand {
         }
     }
 
-    /// Copies to a hidden name first, then renames without replacing, so a
-    /// reader never sees half a file and a clash is never overwritten.
-    private func deliver(_ source: String, into inbox: String) throws -> String {
-        let temporary = inbox + "/.appsandboxfs-delivery-\(getpid())"
-        unlink(temporary)
+    /// BACKING/Documents/Inbox, opened one name at a time without following
+    /// links: the path to BACKING may go through links (the user named it),
+    /// but a Documents or Inbox that is a link (made in the backing folder
+    /// by whoever can write it) cannot send root's copy elsewhere.
+    static func openInbox(_ backing: String) throws -> Int32 {
+        let root = open(backing, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard root >= 0 else { throw Failure("\(backing): \(String(cString: strerror(errno)))") }
+        defer { close(root) }
+        let documents = openat(root, "Documents", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard documents >= 0 else { throw Failure("\(backing)/Documents: not a folder (\(String(cString: strerror(errno))))") }
+        defer { close(documents) }
+        let inbox = openat(documents, "Inbox", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard inbox >= 0 else { throw Failure("\(backing)/Documents/Inbox: not a folder (\(String(cString: strerror(errno))))") }
+        return inbox
+    }
+
+    /// Copies to a hidden name first, then links it to its name without
+    /// replacing, so a reader never sees half a file and a clash is never
+    /// overwritten. Every step is relative to the Inbox's descriptor. The
+    /// copy keeps the source's permission bits but no set-ID bits: a
+    /// delivered file is data (docs/security.md).
+    private func deliver(_ source: String, into inbox: Int32, path inboxPath: String) throws -> String {
+        let input = open(source, O_RDONLY | O_CLOEXEC)
+        guard input >= 0 else { throw Failure("\(source): \(String(cString: strerror(errno)))") }
+        defer { close(input) }
+        var status = stat()
+        guard fstat(input, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { throw Failure("\(source): not a regular file") }
+        let temporary = ".appsandboxfs-delivery-\(getpid())"
+        unlinkat(inbox, temporary, 0)
+        let output = openat(inbox, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard output >= 0 else { throw Failure("\(inboxPath)/\(temporary): \(String(cString: strerror(errno)))") }
         do {
-            try FileManager.default.copyItem(atPath: source, toPath: temporary)
+            defer { close(output) }
+            var buffer = [UInt8](repeating: 0, count: 1 << 20)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
+                if count < 0 && errno == EINTR { continue }
+                guard count >= 0 else { throw Failure("\(source): \(String(cString: strerror(errno)))") }
+                if count == 0 { break }
+                var done = 0
+                while done < count {
+                    let wrote = buffer.withUnsafeBytes { write(output, $0.baseAddress! + done, count - done) }
+                    if wrote < 0 && errno == EINTR { continue }
+                    guard wrote > 0 else { throw Failure("\(source): cannot copy into \(inboxPath): \(String(cString: strerror(errno)))") }
+                    done += wrote
+                }
+            }
+            fchmod(output, status.st_mode & 0o777)
+            fsync(output)
         } catch {
-            throw Failure("\(source): cannot copy into \(inbox): \(error.localizedDescription)")
+            unlinkat(inbox, temporary, 0)
+            throw error
         }
-        let fd = open(temporary, O_RDONLY | O_CLOEXEC)
-        if fd >= 0 { fsync(fd); close(fd) }
         let original = (source as NSString).lastPathComponent
         for number in 0..<10_000 {
             let name = Self.numberedName(original, number)
-            if renameNoReplace(temporary, inbox + "/" + name) { return name }
+            // linkat gives "no replace"; then the hidden name goes.
+            if linkat(inbox, temporary, inbox, name, 0) == 0 {
+                unlinkat(inbox, temporary, 0)
+                return name
+            }
             guard errno == EEXIST else {
                 let code = errno
-                unlink(temporary)
-                throw Failure("\(inbox)/\(name): \(String(cString: strerror(code)))")
+                unlinkat(inbox, temporary, 0)
+                throw Failure("\(inboxPath)/\(name): \(String(cString: strerror(code)))")
             }
         }
-        unlink(temporary)
-        throw Failure("\(inbox): no free name for \(original)")
+        unlinkat(inbox, temporary, 0)
+        throw Failure("\(inboxPath): no free name for \(original)")
     }
 
     /// "report.pdf", then "report-1.pdf", "report-2.pdf"; a name without an
@@ -103,12 +150,5 @@ struct DeliverCommand: ParsableCommand {
             return "\(name[..<dot])-\(number)\(name[dot...])"
         }
         return "\(name)-\(number)"
-    }
-
-    private func renameNoReplace(_ from: String, _ to: String) -> Bool {
-        // link + unlink gives "no replace" without renameat2 (hidden from Swift's Glibc).
-        guard link(from, to) == 0 else { return false }
-        unlink(from)
-        return true
     }
 }

@@ -156,10 +156,16 @@ struct MountCommand: ParsableCommand {
             throw ExitCode(1)
         }
         // T2: a driver that was killed left tmp as it was (T4: unless kept).
-        if !keepTmp {
-            for failure in container.clearTmp() {
-                Daemon.warn("tmp: cannot remove \(failure)", readyFD: readyFD)
+        // This also waits for an earlier driver of the container to finish
+        // clearing it.
+        do {
+            let (outcome, failures) = try fileSystem.tmp.prepareForMount()
+            if outcome == .inUseByAnotherDriver {
+                Daemon.warn("tmp: another driver serves \(backingPath): its contents are kept", readyFD: readyFD)
             }
+            for failure in failures { Daemon.warn("tmp: cannot remove \(failure)", readyFD: readyFD) }
+        } catch {
+            Daemon.warn("\(error)", readyFD: readyFD)
         }
         if !container.supportsUserXattrs() {
             Daemon.warn("\(backingPath): this file system does not store user extended attributes: every xattr call through the mount (the backup flags included) will answer ENOTSUP", readyFD: readyFD)
@@ -182,11 +188,14 @@ struct MountCommand: ParsableCommand {
         session.run(maxThreads: configuration.maxThreads)
         statusRecord?.remove()
         if let controlSocket { unlink(controlSocket) }
-        // T2: the mount is gone (unmounted, SIGTERM or SIGINT): empty tmp.
-        if !keepTmp {
-            for failure in container.clearTmp() {
-                FileHandleless.warn("tmp: cannot remove \(failure)")
-            }
+        // T2: the mount is gone (unmounted, SIGTERM or SIGINT): empty tmp,
+        // from the root descriptor opened at mount. `unmount` waits for this
+        // process to exit.
+        do {
+            let (_, failures) = try fileSystem.tmp.finishAfterUnmount()
+            for failure in failures { FileHandleless.warn("tmp: cannot remove \(failure)") }
+        } catch {
+            FileHandleless.warn("\(error)")
         }
     }
 

@@ -17,6 +17,13 @@ struct RestoreCommand: ParsableCommand {
             elsewhere at the root are not restored.
             The app's name comes from --app-name, else from the archive (backup records
             it), else from the container being replaced.
+            An archive is untrusted input: set-user-ID and set-group-ID bits, file
+            capabilities, security.*, trusted.* and system.* attributes (ACLs), device
+            nodes, FIFOs and sockets are left out, and every file belongs to the owner of
+            the container being replaced (or, for a new container, to the user who
+            restores). What was left out is listed, one line per kind. Give
+            --preserve-privileges to restore all of it as the archive says (only for an
+            archive you made yourself and trust).
             Examples:
               appsandboxfs restore MyApp-backup.tar ~/containers/MyApp-restored
               appsandboxfs restore MyApp-backup.tar ~/containers/MyApp --replace
@@ -36,6 +43,9 @@ struct RestoreCommand: ParsableCommand {
 
     @Option(help: "A bundle folder whose contents are copied into NAME.app.")
     var bundleFrom: String?
+
+    @Flag(help: "Restore set-ID bits, file capabilities, security/trusted/system attributes, device nodes, FIFOs, sockets and owners as the archive says (for an archive you trust).")
+    var preservePrivileges = false
 
     @Flag(help: "Show no progress line (it is shown on a terminal for runs longer than half a second).")
     var noProgress = false
@@ -95,12 +105,13 @@ struct RestoreCommand: ParsableCommand {
         let mode: ContainerRestore.Mode = replace ? .replace(keepBundle: keepBundle) : .create
 
         let progress = ProgressLine("restore", enabled: !noProgress)
-        let leftovers: ContainerRestore.Leftovers
+        let outcome: ContainerRestore.Outcome
         do {
-            leftovers = try ContainerRestore.restore(
+            outcome = try ContainerRestore.restore(
                 input, opening: opening, expected: size, into: target, layout: layout, mode: mode,
-                layOut: { staging in
-                    try Container(backing: staging, layout: layout).create(bundleFrom: bundle, withBundle: !keepBundle)
+                privileges: preservePrivileges ? .preserve : nil,
+                layOut: { root, path in
+                    try Container.layOut(in: root, path: path, layout: layout, bundleFrom: bundle, withBundle: !keepBundle)
                 },
                 progress: { progress?.update($0) })
         } catch {
@@ -108,7 +119,10 @@ struct RestoreCommand: ParsableCommand {
             throw Failure("\(archive): cannot restore into \(target): \(error)")
         }
         progress?.finish()
-        for leftover in leftovers { FileHandleless.warn("cannot remove the old data: \(leftover)") }
+        for leftover in outcome.leftovers { FileHandleless.warn("cannot remove the old data: \(leftover)") }
+        for line in outcome.dropped.lines {
+            FileHandleless.warn("left out of the archive (--preserve-privileges keeps it): \(line)")
+        }
         let restored = try? BackupScan.run(root: target, layout: layout)
         let holds = restored.map { ": it holds \($0.report.backup.described) to back up" } ?? ""
         print("Restored \(archive) into \(target) (app \(name); Library/Caches and tmp empty)\(holds)")

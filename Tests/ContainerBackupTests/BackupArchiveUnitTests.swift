@@ -25,6 +25,34 @@ struct BackupArchiveUnitTests {
         }
     }
 
+    /// An archive is untrusted input: its global header is parsed by this
+    /// process, before tar sees anything. A negative or huge size and
+    /// records whose length does not cover themselves used to trap (a range
+    /// with its end before its start) or ask for gigabytes.
+    @Test("K3 a hostile global header (negative or huge size, short record lengths) is ignored, never a crash")
+    func hostileGlobalHeader() {
+        let good = PaxGlobalHeader.encode([(PaxGlobalHeader.appNameKeyword, "Demo")])
+        func withSize(_ field: String) -> [UInt8] {
+            var bytes = good
+            let octal = Array(field.utf8) + [UInt8](repeating: 0, count: 12 - field.utf8.count)
+            bytes.replaceSubrange(124..<136, with: octal)
+            return bytes
+        }
+        for field in ["-1", "-777", "77777777777", "+1", "9"] {
+            let bytes = withSize(field)
+            #expect(PaxGlobalHeader.headerLength(firstBlock: Array(bytes.prefix(512))) == nil, "size \(field)")
+            #expect(PaxGlobalHeader.decode(bytes) == [:], "size \(field)")
+        }
+        for body in ["1 x=y\n", "2 x=y\n", "3 a=b\n", "-5 a=b\n", "0 a\n", "99999999999999999999 a=b\n"] {
+            var bytes = [UInt8](good.prefix(512))
+            let size = String(body.utf8.count, radix: 8)
+            let octal = Array(size.utf8) + [UInt8](repeating: 0, count: 12 - size.utf8.count)
+            bytes.replaceSubrange(124..<136, with: octal)
+            bytes += Array(body.utf8) + [UInt8](repeating: 0, count: 512 - body.utf8.count)
+            #expect(PaxGlobalHeader.decode(bytes)[PaxGlobalHeader.appNameKeyword] == nil, "record \(body.debugDescription)")
+        }
+    }
+
     @Test("K3 GNU tar accepts the global header: an archive of it alone lists as empty")
     func tarAcceptsHeader() throws {
         let c = try ScratchContainer()
@@ -70,14 +98,15 @@ struct BackupArchiveUnitTests {
         defer { close(input) }
         let opening = try TarArchive.open(input)
         #expect(opening.appName == "Demo")
-        let leftovers = try ContainerRestore.restore(
+        let outcome = try ContainerRestore.restore(
             input, opening: opening, expected: nil, into: restored, layout: c.layout, mode: .create,
-            layOut: { staging in
+            layOut: { _, staging in
                 for folder in ["Demo.app"] + ContainerLayout.requiredFolders {
                     guard mkdir(staging + "/" + folder, 0o755) == 0 else { throw TestFailure("mkdir \(folder)") }
                 }
             })
-        #expect(leftovers.isEmpty)
+        #expect(outcome.leftovers.isEmpty)
+        #expect(outcome.dropped.isEmpty, "\(outcome.dropped.lines)")
         let again = try BackupScan.run(root: restored, layout: c.layout, listMembers: true)
         #expect(again.members == scan.members)
         #expect(TestXattr.get(restored + "/Documents/Notes/a.txt", "user.color") == Array("red".utf8))

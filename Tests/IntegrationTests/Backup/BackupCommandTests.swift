@@ -293,4 +293,40 @@ struct BackupCommandTests {
                     == backupSnapshot(root: m.backing, paths: Self.expectedMembers))
         }
     }
+
+    /// Issue 11 item 2, through the command line as root: an archive made
+    /// elsewhere with a set-user-ID root shell, a file with cap_setuid, a
+    /// character device and a foreign owner lands none of it, and says so.
+    @Test("K3 `restore` of a hostile archive as root: no set-ID file, capability, device node or foreign owner lands; each kind is reported; --preserve-privileges keeps them")
+    func restoreHostileArchive() throws {
+        let root = try makeTemporaryDirectory(prefix: "asfs-hostile")
+        defer { removeTree(root) }
+        let source = root + "/source"
+        let made = runProcess(["sh", "-c", """
+            set -e
+            mkdir -p "$1/Documents" "$1/Library"
+            cp /bin/sh "$1/Documents/rootsh"; chown 0:0 "$1/Documents/rootsh"; chmod 4755 "$1/Documents/rootsh"
+            printf '#!/bin/sh\n' > "$1/Documents/capfile"; chmod 755 "$1/Documents/capfile"; setcap cap_setuid+ep "$1/Documents/capfile"
+            mknod "$1/Documents/null" c 1 3
+            echo theirs > "$1/Documents/foreign.txt"; chown 4321:4321 "$1/Documents/foreign.txt"
+            tar --create --format=pax --xattrs --xattrs-include='*' --numeric-owner --file="$2" --directory="$1" Documents Library
+            """, "sh", source, root + "/hostile.tar"])
+        #expect(made.status == 0, "\(made.stderr)")
+        let target = root + "/restored"
+        let restore = backupRun(["restore", root + "/hostile.tar", target, "--app-name", "Demo", "--no-progress"])
+        #expect(restore.status == 0, "\(restore.stderr)")
+        for kind in ["set-user-ID or set-group-ID bits: Documents/rootsh", "file capabilities (security.capability): Documents/capfile",
+                     "device nodes: Documents/null", "owners other than the container's:"] {
+            #expect(restore.stderr.contains(kind), "not reported: \(kind)\n\(restore.stderr)")
+        }
+        #expect(runProcess(["find", target, "-perm", "/6000", "-o", "-type", "c", "-o", "!", "-uid", "0"]).stdout == "")
+        #expect(runProcess(["getcap", "-r", target]).stdout == "")
+        #expect(readFileText(target + "/Documents/foreign.txt") == "theirs\n")
+
+        let kept = root + "/kept"
+        let preserve = backupRun(["restore", root + "/hostile.tar", kept, "--app-name", "Demo", "--no-progress", "--preserve-privileges"])
+        #expect(preserve.status == 0, "\(preserve.stderr)")
+        #expect(!preserve.stderr.contains("left out"))
+        #expect(runProcess(["find", kept + "/Documents/rootsh", "-perm", "-4000"]).stdout != "")
+    }
 }

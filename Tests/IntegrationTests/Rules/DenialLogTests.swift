@@ -136,6 +136,35 @@ struct DenialLogTests {
         }
     }
 
+    /// Any process names itself (prctl(PR_SET_NAME), or a write to its own
+    /// /proc/PID/comm, which is the same call): the name is escaped like the
+    /// path, so a hostile name can neither split the line (a parser would
+    /// miss the denial) nor send an escape sequence to whoever tails the log.
+    @Test("A process name with a newline, an escape sequence or ' deny(1) ' in it gives one escaped line that parses back")
+    func hostileProcessName() throws {
+        try withRulesContainer { m in
+            let names = ["x\n\u{1B}]0;owned\u{07}", "a deny(1) b", "back\\slash\u{7F}"]
+            for (index, name) in names.enumerated() {
+                let target = m.inbox + "/named-\(index)"
+                let before = m.stderrText().utf8.count
+                // sh renames itself (the main thread: the process's name), then is refused.
+                let sh = runProcess(["sh", "-c", "printf '%s' \"$1\" > /proc/$$/comm; echo $$; : > \"$2\"", "sh", name, target])
+                #expect(sh.status != 0)
+                let pid = Int32(sh.stdout.split(separator: "\n").first.map(String.init) ?? "") ?? -1
+                let added = Array(m.stderrText().utf8.dropFirst(before))
+                #expect(added.last == 0x0A && added.filter { $0 == 0x0A }.count == 1,
+                        "one denial must be one line: \(String(decoding: added, as: UTF8.self).debugDescription)")
+                let controls = added.dropLast().filter { $0 < 0x20 || $0 == 0x7F }
+                #expect(controls.isEmpty, "raw control bytes \(controls) in \(String(decoding: added, as: UTF8.self).debugDescription)")
+                let line = RulesDenialLine(String(decoding: added.dropLast(), as: UTF8.self))
+                #expect(line?.process == name, "\(String(decoding: added, as: UTF8.self).debugDescription)")
+                #expect(line?.pid == pid)
+                #expect(line?.operation == "file-write-create")
+                #expect(line?.path == target)
+            }
+        }
+    }
+
     /// The FUSE request carries the calling thread's id; the line must still
     /// name the process (iOS logs name processes), not the thread.
     @Test("A denial made by a named thread names the process, not the thread")

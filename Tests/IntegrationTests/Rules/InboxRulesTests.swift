@@ -312,4 +312,26 @@ struct InboxRulesTests {
         #expect(noContainer.stderr.contains(root + "/folder"), "\(noContainer.stderr)")
         #expect(RulesTreeSnapshot(of: root + "/backing").changes(since: before).isEmpty)
     }
+
+    /// Whoever can write the backing folder can make Documents/Inbox a link;
+    /// root's deliver must not follow it (docs/security.md).
+    @Test("I6 deliver into a backing folder whose Documents/Inbox is a link: refused, the link's target untouched, a set-ID source delivered without its bits")
+    func deliverDoesNotFollowALinkedInbox() throws {
+        let root = try makeTemporaryDirectory(prefix: "asfs-rules-deliver")
+        defer { removeTree(root) }
+        #expect(runProcess([Binaries.appsandboxfs, "init", root + "/backing", "--app-name", "Mailer"]).status == 0)
+        try writeFile(root + "/letter.txt", "Dear app,\n")
+        #expect(chmod(root + "/letter.txt", 0o4755) == 0)
+        let delivered = runProcess([Binaries.appsandboxfs, "deliver", root + "/letter.txt", "--to", root + "/backing"])
+        #expect(delivered.status == 0, "\(delivered.stderr)")
+        #expect(RulesSys.lstat(root + "/backing/Documents/Inbox/letter.txt").rulesValue.map { $0.st_mode & 0o7777 } == 0o755)
+
+        try makeDirectory(root + "/victim")
+        let before = RulesTreeSnapshot(of: root + "/victim")
+        #expect(rename(root + "/backing/Documents/Inbox", root + "/backing/Documents/Inbox.real") == 0)
+        #expect(symlink(root + "/victim", root + "/backing/Documents/Inbox") == 0)
+        let redirected = runProcess([Binaries.appsandboxfs, "deliver", root + "/letter.txt", "--to", root + "/backing"])
+        #expect(redirected.status != 0)
+        #expect(RulesTreeSnapshot(of: root + "/victim").changes(since: before).isEmpty, "deliver wrote through the link")
+    }
 }

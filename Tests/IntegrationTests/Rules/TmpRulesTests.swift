@@ -235,6 +235,90 @@ struct TmpRulesTests {
         ok(RulesSys.symlink("../../Documents", p + "-Documents/Inbox"), "symlink in a folder")
     }
 
+    // MARK: T2/T3 in the driver's life (issue 11 item 4, issue 17)
+
+    /// Whoever can write the backing folder's parent can swap the backing
+    /// folder for a link while it is mounted. The driver clears tmp from the
+    /// root descriptor it opened at mount, so the link's target is never
+    /// touched and the real tmp is emptied.
+    @Test("T3 after `mv C C.real; ln -s VICTIM C` in the backing folder's parent while mounted, unmount empties C.real/tmp and leaves VICTIM/tmp alone")
+    func backingSwappedForALink() throws {
+        try withRulesSentinel { victim in
+            try withRulesMount { r in
+                try makeDirectory(victim + "/tmp")
+                try writeFile(victim + "/tmp/precious.txt", "not the container's\n")
+                try r.mountForeground()
+                try writeFile(r.path("tmp/scratch.txt"), "scratch\n")
+                let real = r.backing + ".real"
+                #expect(rename(r.backing, real) == 0 && symlink(victim, r.backing) == 0)
+                defer {
+                    // Put it back for the fixture's clean-up.
+                    unlink(r.backing)
+                    _ = rename(real, r.backing)
+                }
+                let before = RulesTreeSnapshot(of: victim)
+                let result = r.run(["unmount", r.mountpoint])
+                #expect(result.status == 0, "\(result.stderr)")
+                #expect(r.waitForDriverExit() == .exited(0), "\(r.stderrText())")
+                let changes = RulesTreeSnapshot(of: victim).changes(since: before)
+                #expect(changes.isEmpty, "clearing tmp changed the link's target:\n\(changes.joined(separator: "\n"))")
+                #expect(readFileText(victim + "/tmp/precious.txt") == "not the container's\n")
+                #expect(RulesSys.list(real + "/tmp").rulesValue == [], "the real tmp was not emptied")
+            }
+        }
+    }
+
+    /// `unmount` returns only once the driver has emptied tmp and exited
+    /// (issue 17: it used to return first, and a look at tmp right after
+    /// found some of the files still there).
+    @Test("T2 with 2,000 files in tmp, tmp is empty as soon as `appsandboxfs unmount` returns (3 rounds)")
+    func emptyWhenUnmountReturns() throws {
+        try withRulesMount { r in
+            for round in 1...3 {
+                try r.mountForeground()
+                try Self.fillTmp(r.path("tmp"), count: 2_000)
+                let result = r.run(["unmount", r.mountpoint])
+                #expect(result.status == 0, "\(result.stderr)")
+                let left = RulesSys.list(r.backingPath("tmp")).rulesValue?.count
+                #expect(left == 0, "round \(round): \(left ?? -1) entries still in tmp when unmount returned")
+                #expect(r.waitForDriverExit() == .exited(0), "\(r.stderrText())")
+            }
+        }
+    }
+
+    /// A new mount of the container right after an unmount that does not
+    /// wait (fusermount3 -u) must not race with the old driver, still
+    /// emptying tmp: the new driver waits for it before mounting, so what
+    /// the app writes into the new mount's tmp stays.
+    @Test("T2 a new mount right after `fusermount3 -u` never races with the old driver's clearing (3 rounds)")
+    func newMountWaitsForOldClearing() throws {
+        try withRulesMount { r in
+            for round in 1...3 {
+                try r.mountForeground()
+                try Self.fillTmp(r.path("tmp"), count: 2_000)
+                let old = r.driverPIDs()
+                #expect(runProcess(["fusermount3", "-u", r.mountpoint]).status == 0)
+                try r.mountForeground()
+                try writeFile(r.path("tmp/new.txt"), "written by the new mount\n")
+                for pid in old { _ = waitForExit(pid, timeout: 30) }
+                #expect(RulesSys.list(r.path("tmp")).rulesValue == ["new.txt"], "round \(round)")
+                #expect(readFileText(r.backingPath("tmp/new.txt")) == "written by the new mount\n", "round \(round)")
+                let result = r.run(["unmount", r.mountpoint])
+                #expect(result.status == 0, "\(result.stderr)")
+                #expect(r.waitForDriverExit() == .exited(0), "\(r.stderrText())")
+            }
+        }
+    }
+
+    /// `count` small files in `folder`, a tenth of them in subfolders.
+    static func fillTmp(_ folder: String, count: Int) throws {
+        for index in 0..<count {
+            if index % 100 == 0 { #expect(RulesSys.mkdir(folder + "/d\(index)") == 0) }
+            let path = index % 10 == 0 ? folder + "/d\(index / 100 * 100)/f\(index)" : folder + "/f\(index)"
+            try writeFile(path, "\(index)\n")
+        }
+    }
+
     @Test("T4 --keep-tmp keeps tmp across an unmount (clean or by SIGTERM); it is off by default")
     func keepTmp() throws {
         try withRulesMount { r in

@@ -160,7 +160,8 @@ final class MountedContainer: Sendable {
     }
 }
 
-/// Lays out a fresh container in a new temporary folder, mounts it with
+/// Lays out a fresh container in a new temporary folder (in `parent`: /tmp,
+/// or `outsideTemporaryFolders` for `run --confine`), mounts it with
 ///   <bin>/appsandboxfs mount <backing> <mountpoint> --app-name TestApp --foreground [extraArguments]
 /// runs `body`, and always unmounts (also when `body` throws or an
 /// expectation fails), then removes the temporary folders. `prepare` may
@@ -171,11 +172,12 @@ final class MountedContainer: Sendable {
 /// cleanly (status 0) on the unmount, or the unmount fails.
 func withMountedContainer<T>(
     extraArguments: [String] = [],
+    in parent: String = "/tmp",
     prepare: (String) throws -> Void = { _ in },
     sourceLocation: SourceLocation = #_sourceLocation,
     _ body: (MountedContainer) throws -> T
 ) throws -> T {
-    let container = try MountedContainer.mount(extraArguments: extraArguments, prepare: prepare)
+    let container = try MountedContainer.mount(extraArguments: extraArguments, parent: parent, prepare: prepare)
     defer { container.finish(sourceLocation: sourceLocation) }
     return try body(container)
 }
@@ -183,18 +185,19 @@ func withMountedContainer<T>(
 /// The same for an async body (task groups, `await`).
 func withMountedContainer<T>(
     extraArguments: [String] = [],
+    in parent: String = "/tmp",
     prepare: (String) throws -> Void = { _ in },
     sourceLocation: SourceLocation = #_sourceLocation,
     _ body: (MountedContainer) async throws -> T
 ) async throws -> T {
-    let container = try MountedContainer.mount(extraArguments: extraArguments, prepare: prepare)
+    let container = try MountedContainer.mount(extraArguments: extraArguments, parent: parent, prepare: prepare)
     defer { container.finish(sourceLocation: sourceLocation) }
     return try await body(container)
 }
 
 extension MountedContainer {
     /// Lays out the container, starts the driver and waits for the mount.
-    fileprivate static func mount(extraArguments: [String], prepare: (String) throws -> Void) throws
+    fileprivate static func mount(extraArguments: [String], parent: String, prepare: (String) throws -> Void) throws
         -> MountedContainer
     {
         let appName = "TestApp"
@@ -202,7 +205,7 @@ extension MountedContainer {
         guard access(driver, X_OK) == 0 else {
             throw SupportError("no appsandboxfs at \(driver) (build it, or set APPSANDBOXFS_BIN)")
         }
-        let root = try makeTemporaryDirectory()
+        let root = try makeTemporaryDirectory(in: parent)
         var started = false
         defer { if !started { removeTree(root) } }
 

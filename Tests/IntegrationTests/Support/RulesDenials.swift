@@ -9,7 +9,9 @@
 import Glibc
 import Testing
 
-/// One denial-log line, `Sandbox: <process>(<pid>) deny(1) <operation> <path>`.
+/// One denial-log line, `Sandbox: <process>(<pid>) deny(1) <operation> <path>`,
+/// with the process name and the path unescaped (docs/rules.md, "The denial
+/// line"; the same decoding as AppSandboxTesting's `Denial`).
 struct RulesDenialLine: Equatable, CustomStringConvertible {
     var process: String
     var pid: Int32
@@ -23,10 +25,28 @@ struct RulesDenialLine: Equatable, CustomStringConvertible {
         guard let open = head.lastIndex(of: "("), let pid = Int32(head[head.index(after: open)...]) else { return nil }
         let tail = line[deny.upperBound...]
         guard let space = tail.firstIndex(of: " ") else { return nil }
-        process = String(head[..<open])
+        process = Self.unescape(head[..<open])
         self.pid = pid
         operation = String(tail[..<space])
-        path = String(tail[tail.index(after: space)...])
+        path = Self.unescape(tail[tail.index(after: space)...])
+    }
+
+    /// \n, \t, \\ and \xNN back to the bytes they stand for.
+    static func unescape(_ text: Substring) -> String {
+        var bytes: [UInt8] = []
+        var input = Array(text.utf8)[...]
+        while let byte = input.popFirst() {
+            guard byte == UInt8(ascii: "\\"), let next = input.popFirst() else { bytes.append(byte); continue }
+            switch next {
+            case UInt8(ascii: "n"): bytes.append(0x0A)
+            case UInt8(ascii: "t"): bytes.append(0x09)
+            case UInt8(ascii: "x"):
+                bytes.append(UInt8(String(decoding: input.prefix(2), as: UTF8.self), radix: 16) ?? 0x3F)
+                input = input.dropFirst(2)
+            default: bytes.append(next)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     var description: String { "Sandbox: \(process)(\(pid)) deny(1) \(operation) \(path)" }

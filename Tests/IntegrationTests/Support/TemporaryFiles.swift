@@ -1,11 +1,20 @@
-// Temporary files and folders for tests, all under /tmp/asfs-tests-XXXXXX.
+// Temporary files and folders for tests, all under /tmp/asfs-tests-XXXXXX
+// (or outsideTemporaryFolders/asfs-tests-XXXXXX).
 
 import Glibc
 
-/// A fresh folder /tmp/<prefix>-XXXXXX, mode 0755 (so that a test running a
-/// program as another user can reach what it makes inside).
-func makeTemporaryDirectory(prefix: String = "asfs-tests") throws -> String {
-    var template = Array("/tmp/\(prefix)-XXXXXX".utf8CString)
+/// Where tests put containers that `run --confine` must accept: a
+/// mountpoint in /tmp or /var/tmp is refused there (R1).
+let outsideTemporaryFolders = "/var/lib/appsandboxfs-tests"
+
+/// A fresh folder <parent>/<prefix>-XXXXXX, mode 0755 (so that a test running a
+/// program as another user can reach what it makes inside). `parent` is made
+/// when missing.
+func makeTemporaryDirectory(prefix: String = "asfs-tests", in parent: String = "/tmp") throws -> String {
+    if mkdir(parent, 0o755) != 0 && errno != EEXIST {
+        throw SupportError("mkdir \(parent): \(posixError(errno))")
+    }
+    var template = Array("\(parent)/\(prefix)-XXXXXX".utf8CString)
     guard let p = mkdtemp(&template) else {
         throw SupportError("mkdtemp: \(posixError(errno))")
     }
@@ -17,7 +26,7 @@ func makeTemporaryDirectory(prefix: String = "asfs-tests") throws -> String {
 /// Removes a tree with `rm -rf --one-file-system`: it never descends into a
 /// mount that is still there (a mountpoint left mounted keeps its folder).
 func removeTree(_ path: String) {
-    guard path.hasPrefix("/tmp/") else { return }
+    guard path.hasPrefix("/tmp/") || path.hasPrefix(outsideTemporaryFolders + "/") else { return }
     _ = runProcess(["rm", "-rf", "--one-file-system", "--", path], timeout: 120)
 }
 

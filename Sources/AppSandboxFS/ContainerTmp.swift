@@ -1,0 +1,108 @@
+import BackingStore
+import Glibc
+import SystemPackage
+
+/// tmp across a driver's life (T2, T3, T4): emptied as the driver mounts (a
+/// driver that was killed left it as it was) and again once its session has
+/// ended, unless the mount keeps it.
+///
+/// Everything is relative to the root descriptor the driver opened at mount,
+/// never to the backing path: after `mv C C.real; ln -s VICTIM C` in the
+/// backing folder's parent, the driver still empties C.real/tmp, and never
+/// VICTIM/tmp (docs/security.md).
+///
+/// Two drivers of the same container (one ending, one starting) never clear
+/// at the same time, a new driver mounts only once an ending one has emptied
+/// tmp, and a driver never empties tmp under another driver that still
+/// serves the container. Both are flock(2) locks on folders of the backing
+/// directory, which the kernel drops when the driver exits, even when it is
+/// killed:
+/// - a driver holds a shared lock on the backing root while it serves, and
+///   an exclusive one while it clears;
+/// - clearing holds an exclusive lock on tmp, and clears only with the
+///   root's lock held exclusively (no other driver serves the container);
+/// - a starting driver first waits (a few seconds at most) for the root's
+///   exclusive lock, that is for an ending driver to be gone; after that
+///   time it takes the other holder for a second mount of the container,
+///   which is still serving, and leaves tmp as it is.
+public final class ContainerTmp: Sendable {
+    /// The backing root, opened for reading (flock needs more than O_PATH).
+    private let root: Int32
+    /// T4: `--keep-tmp`.
+    public let keep: Bool
+
+    /// What happened to tmp at one end of the mount.
+    public enum Outcome: Sendable, Equatable {
+        case cleared
+        /// `--keep-tmp`.
+        case kept
+        /// Another driver serves the same container: its app may be using tmp.
+        case inUseByAnotherDriver
+    }
+
+    public struct Failure: Error, CustomStringConvertible, Sendable {
+        public var description: String
+    }
+
+    /// `rootFD`: the driver's descriptor of the backing root (O_PATH is enough).
+    public init(root rootFD: Int32, keep: Bool) throws(Errno) {
+        root = try retryingCall { openat(rootFD, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        self.keep = keep
+    }
+
+    deinit { close(root) }
+
+    /// Before mounting: waits for a previous driver of this container to
+    /// finish clearing and exit, empties tmp (unless kept), then holds the
+    /// root's shared lock for as long as this driver lives.
+    public func prepareForMount() throws(Failure) -> (Outcome, [TreeRemover.Failure]) {
+        // Not holding tmp's lock: the ending driver needs it to clear.
+        var alone = false
+        for _ in 0..<Self.startWaitMilliseconds {
+            if flock(root, LOCK_EX | LOCK_NB) == 0 { alone = true; break }
+            usleep(1_000)
+        }
+        return try clear(thenRoot: LOCK_SH, alone: alone)
+    }
+
+    /// How long a starting driver waits for an ending one.
+    static let startWaitMilliseconds = 5_000
+
+    /// After the session has ended (the mount is gone): empties tmp, unless
+    /// kept or another driver serves the container. When this returns, tmp
+    /// is empty and the next driver of the container may start.
+    public func finishAfterUnmount() throws(Failure) -> (Outcome, [TreeRemover.Failure]) {
+        try clear(thenRoot: LOCK_UN, alone: nil)
+    }
+
+    /// `alone`: whether the root's exclusive lock is held already (nil: try
+    /// to take it, without waiting).
+    private func clear(thenRoot rootLock: Int32, alone: Bool?) throws(Failure) -> (Outcome, [TreeRemover.Failure]) {
+        let tmp = openat(root, "tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard tmp >= 0 else {
+            let code = Errno(rawValue: errno)
+            _ = flock(root, rootLock)
+            throw Failure(description: "tmp: \(code == .tooManySymbolicLinkLevels ? "a link, not a folder: left alone (T3)" : "\(code)")")
+        }
+        // The root's lock changes while tmp's is held, so that no other
+        // driver sees it half-way.
+        defer {
+            _ = flock(root, rootLock)
+            close(tmp)
+        }
+        // Waits while another driver of this container clears it.
+        _ = try? retryingCall { flock(tmp, LOCK_EX) }
+        guard !keep else { return (.kept, []) }
+        guard alone ?? (flock(root, LOCK_EX | LOCK_NB) == 0) else { return (.inUseByAnotherDriver, []) }
+        return (.cleared, TreeRemover.removeContents(ofFolder: tmp))
+    }
+}
+
+/// Runs a call that returns -1 and sets errno on failure, retrying on EINTR.
+private func retryingCall(_ call: () -> Int32) throws(Errno) -> Int32 {
+    while true {
+        let result = call()
+        if result != -1 { return result }
+        if errno != EINTR { throw Errno(rawValue: errno) }
+    }
+}

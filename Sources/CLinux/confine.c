@@ -1,0 +1,445 @@
+// The confined world of `appsandboxfs run --confine`: see confine.h and
+// docs/confinement.md.
+//
+//   run (Swift, several threads)
+//    └─ clone(CLONE_NEWNS | CLONE_NEWPID): init, pid 1 of a new PID namespace
+//         mount setup, privileges dropped, then
+//         └─ clone: the command (execve)
+//
+// Only the cloned child runs the code below `child side`; it calls system
+// calls and copies bytes, nothing that allocates or locks (the parent's
+// other threads may have held a lock at the moment of the clone). That is
+// also why the identity calls are raw system calls: glibc's setresuid()
+// signals every thread of the process, which the clone does not have.
+#define _GNU_SOURCE
+#include "confine.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/capability.h>
+#include <linux/securebits.h>
+
+// The signals `run` and init pass on to the command.
+static const int forwarded_signals[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2};
+enum { forwarded_count = sizeof forwarded_signals / sizeof forwarded_signals[0] };
+
+// The process a signal handler passes signals on to: in `run`, the world's
+// init; in init, the command. A signal handler can reach nothing else (it
+// takes no argument). A signal that arrives in `run` before init exists is
+// kept in `pending_signal` and passed on once it does.
+static volatile pid_t forward_target;
+static volatile sig_atomic_t pending_signal;
+
+static void forward_signal(int signal, siginfo_t *info, void *context) {
+    (void)context;
+    // SI_KERNEL: the terminal sent it (Ctrl-C, hangup) to the whole
+    // foreground process group, the command included: passing it on would
+    // deliver it twice.
+    if (info->si_code == SI_KERNEL) return;
+    pid_t target = forward_target;
+    if (target > 0) kill(target, signal);
+    else pending_signal = signal;
+}
+
+/// Installs forward_signal for the forwarded signals, except those in
+/// `ignored` (a command started under nohup ignores SIGHUP, and so does
+/// `run`). `previous` (may be NULL) receives the handlers it replaces.
+static void install_forwarding(const sigset_t *ignored, struct sigaction *previous) {
+    for (int i = 0; i < forwarded_count; i++) {
+        if (ignored && sigismember(ignored, forwarded_signals[i]) == 1) continue;
+        struct sigaction action;
+        memset(&action, 0, sizeof action);
+        action.sa_sigaction = forward_signal;
+        action.sa_flags = SA_SIGINFO | SA_RESTART;
+        sigaction(forwarded_signals[i], &action, previous ? &previous[i] : NULL);
+    }
+}
+
+/// The handlers `run` had before asfs_confine_start.
+static struct sigaction run_handlers[forwarded_count];
+static sigset_t run_ignored;
+
+static void restore_forwarding(void) {
+    for (int i = 0; i < forwarded_count; i++) {
+        if (sigismember(&run_ignored, forwarded_signals[i]) == 1) continue;
+        sigaction(forwarded_signals[i], &run_handlers[i], NULL);
+    }
+    forward_target = 0;
+}
+
+// ---------------------------------------------------------------- child side
+
+
+static size_t append(char *buffer, size_t used, size_t size, const char *text) {
+    while (text && *text && used + 1 < size) buffer[used++] = *text++;
+    buffer[used] = 0;
+    return used;
+}
+
+/// Tells `run` why the world could not be made, and ends.
+static void fail(int report_fd, int status, const char *step, const char *path) {
+    int error = errno;
+    struct asfs_confine_failure failure;
+    memset(&failure, 0, sizeof failure);
+    failure.error = error;
+    failure.exit_status = status;
+    size_t used = append(failure.step, 0, sizeof failure.step, step);
+    if (path) {
+        used = append(failure.step, used, sizeof failure.step, " ");
+        append(failure.step, used, sizeof failure.step, path);
+    }
+    ssize_t ignored = write(report_fd, &failure, sizeof failure);
+    (void)ignored;
+    _exit(status);
+}
+
+/// fork() without glibc: no atfork handlers (they lock), same semantics.
+static pid_t raw_fork(unsigned long flags) {
+    return (pid_t)syscall(SYS_clone, flags | SIGCHLD, 0, 0, 0, 0);
+}
+
+static void close_inherited(int keep_low, int keep_high) {
+    // Everything but 0-2 and the two pipes: a descriptor of a folder
+    // outside would let the command openat() or fchdir() out of its world.
+    if (keep_low > 3) close_range(3, (unsigned)keep_low - 1, 0);
+    if (keep_high > keep_low + 1) close_range((unsigned)keep_low + 1, (unsigned)keep_high - 1, 0);
+    close_range((unsigned)keep_high + 1, ~0U, 0);
+}
+
+static int set_mount_attributes(int dirfd, const char *path, unsigned flags, unsigned long set, unsigned long clear) {
+    struct mount_attr attributes;
+    memset(&attributes, 0, sizeof attributes);
+    attributes.attr_set = set;
+    attributes.attr_clr = clear;
+    return (int)syscall(SYS_mount_setattr, dirfd, path, flags, &attributes, sizeof attributes);
+}
+
+static int clone_tree(const char *path, unsigned flags) {
+    return (int)syscall(SYS_open_tree, AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | flags);
+}
+
+static int attach_tree(int tree, const char *path) {
+    return (int)syscall(SYS_move_mount, tree, "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH);
+}
+
+/// A read-only copy of `path` mounted on itself (for /proc/sys and the
+/// like, which root could otherwise write without any capability).
+static void bind_read_only(int report_fd, const char *path) {
+    int tree = clone_tree(path, AT_RECURSIVE);
+    if (tree < 0) {
+        if (errno == ENOENT) return;
+        fail(report_fd, 1, "open_tree", path);
+    }
+    if (set_mount_attributes(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, MOUNT_ATTR_RDONLY, 0) != 0)
+        fail(report_fd, 1, "mount_setattr read-only", path);
+    if (attach_tree(tree, path) != 0) fail(report_fd, 1, "move_mount", path);
+    close(tree);
+}
+
+// The devices a program expects in /dev. Raw disks and the rest stay out:
+// root without any capability may still open a block device its modes let
+// it write.
+static const char *const device_names[] = {"null", "zero", "full", "random", "urandom", "tty", "ptmx"};
+enum { device_count = sizeof device_names / sizeof device_names[0] };
+
+static void path_in(char *buffer, size_t size, const char *folder, const char *name) {
+    size_t used = append(buffer, 0, size, folder);
+    used = append(buffer, used, size, "/");
+    append(buffer, used, size, name);
+}
+
+/// The mounts of R1 and R2, in an order where each step still finds what
+/// it needs: other containers go first, hidden folders are in place before
+/// the container is cloned (so a hidden folder inside it stays hidden), the
+/// clones of the container, its tmp and the devices are taken before
+/// everything turns read-only (a clone keeps its own attributes), and /proc
+/// is mounted by init itself (a proc mount shows the PID namespace of the
+/// process that mounts it).
+static void make_world(const struct asfs_confinement *plan, int report_fd) {
+    char path[PATH_MAX];
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) fail(report_fd, 1, "make mounts private", "/");
+
+    // Unmounted, not just covered: a copy of another container's mount
+    // here would keep its driver alive after it is unmounted outside.
+    for (size_t i = 0; i < plan->detach_count; i++) {
+        if (umount2(plan->detach[i], MNT_DETACH) != 0 && errno != EINVAL && errno != ENOENT)
+            fail(report_fd, 1, "umount", plan->detach[i]);
+    }
+    for (size_t i = 0; i < plan->hide_count; i++) {
+        if (mount("appsandboxfs-hidden", plan->hide[i], "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                  "mode=0555") != 0 && errno != ENOENT)
+            fail(report_fd, 1, "mount an empty folder on", plan->hide[i]);
+    }
+
+    int container = clone_tree(plan->mountpoint, AT_RECURSIVE);
+    if (container < 0) fail(report_fd, 1, "open_tree", plan->mountpoint);
+    int tmp = clone_tree(plan->container_tmp, AT_RECURSIVE);
+    if (tmp < 0) fail(report_fd, 1, "open_tree", plan->container_tmp);
+    int var_tmp = clone_tree(plan->container_tmp, AT_RECURSIVE);
+    if (var_tmp < 0) fail(report_fd, 1, "open_tree", plan->container_tmp);
+    int devices[device_count];
+    for (int i = 0; i < device_count; i++) {
+        path_in(path, sizeof path, "/dev", device_names[i]);
+        devices[i] = clone_tree(path, 0);
+        if (devices[i] < 0 && errno != ENOENT && errno != ENXIO) fail(report_fd, 1, "open_tree", path);
+    }
+    int terminals = clone_tree("/dev/pts", 0);
+    if (terminals < 0 && errno != ENOENT && errno != EINVAL) fail(report_fd, 1, "open_tree", "/dev/pts");
+
+    // Everything read-only, no set-user-ID and no device files, in one
+    // walk of the mount tree.
+    if (set_mount_attributes(AT_FDCWD, "/", AT_RECURSIVE,
+                             MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0) != 0)
+        fail(report_fd, 1, "mount_setattr read-only", "/");
+
+    // A small /dev of our own.
+    if (mount("appsandboxfs-dev", "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k") != 0)
+        fail(report_fd, 1, "mount tmpfs on", "/dev");
+    for (int i = 0; i < device_count; i++) {
+        if (devices[i] < 0) continue;
+        path_in(path, sizeof path, "/dev", device_names[i]);
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0) fail(report_fd, 1, "create", path);
+        close(fd);
+        if (attach_tree(devices[i], path) != 0) fail(report_fd, 1, "move_mount", path);
+        close(devices[i]);
+    }
+    if (mkdir("/dev/pts", 0755) != 0 || mkdir("/dev/shm", 01777) != 0) fail(report_fd, 1, "mkdir", "/dev/pts");
+    if (terminals >= 0 && attach_tree(terminals, "/dev/pts") != 0) fail(report_fd, 1, "move_mount", "/dev/pts");
+    if (terminals >= 0) close(terminals);
+    if (mount("appsandboxfs-shm", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0)
+        fail(report_fd, 1, "mount tmpfs on", "/dev/shm");
+    if (symlink("/proc/self/fd", "/dev/fd") != 0 || symlink("/proc/self/fd/0", "/dev/stdin") != 0
+        || symlink("/proc/self/fd/1", "/dev/stdout") != 0 || symlink("/proc/self/fd/2", "/dev/stderr") != 0)
+        fail(report_fd, 1, "symlink in", "/dev");
+    if (set_mount_attributes(AT_FDCWD, "/dev", 0, MOUNT_ATTR_RDONLY, 0) != 0)
+        fail(report_fd, 1, "mount_setattr read-only", "/dev");
+
+    // The container, read-write again, and its tmp as /tmp and /var/tmp.
+    if (attach_tree(container, plan->mountpoint) != 0) fail(report_fd, 1, "move_mount", plan->mountpoint);
+    if (attach_tree(tmp, "/tmp") != 0) fail(report_fd, 1, "move_mount onto", "/tmp");
+    if (attach_tree(var_tmp, "/var/tmp") != 0 && errno != ENOENT) fail(report_fd, 1, "move_mount onto", "/var/tmp");
+    close(container);
+    close(tmp);
+    close(var_tmp);
+
+    // /proc of the new PID namespace: no process outside can be seen, so
+    // none can be reached through /proc/PID/root, cwd or fd.
+    if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
+        fail(report_fd, 1, "mount proc on", "/proc");
+    static const char *const kernel_settings[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"};
+    for (size_t i = 0; i < sizeof kernel_settings / sizeof kernel_settings[0]; i++)
+        bind_read_only(report_fd, kernel_settings[i]);
+}
+
+/// R3: no capability left (bounding set included), no way to gain one
+/// (no_new_privs, NOROOT), and the requested identity.
+static void drop_privileges(const struct asfs_confinement *plan, int report_fd) {
+    if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE
+                  | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED, 0, 0, 0) != 0)
+        fail(report_fd, 1, "prctl", "PR_SET_SECUREBITS");
+    for (int capability = 0; capability <= 63; capability++) {
+        if (prctl(PR_CAPBSET_DROP, capability, 0, 0, 0) != 0) {
+            if (errno == EINVAL) break;  // past the kernel's last capability
+            fail(report_fd, 1, "prctl", "PR_CAPBSET_DROP");
+        }
+    }
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL)
+        fail(report_fd, 1, "prctl", "PR_CAP_AMBIENT_CLEAR_ALL");
+    if (plan->change_identity) {
+        if (syscall(SYS_setgroups, 0, NULL) != 0) fail(report_fd, 1, "setgroups", NULL);
+        if (syscall(SYS_setresgid, plan->gid, plan->gid, plan->gid) != 0) fail(report_fd, 1, "setresgid", NULL);
+        if (syscall(SYS_setresuid, plan->uid, plan->uid, plan->uid) != 0) fail(report_fd, 1, "setresuid", NULL);
+    }
+    struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct none[2];
+    memset(none, 0, sizeof none);
+    if (syscall(SYS_capset, &header, none) != 0) fail(report_fd, 1, "capset", NULL);
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail(report_fd, 1, "prctl", "PR_SET_NO_NEW_PRIVS");
+}
+
+/// The command's process: signals as the caller had them, the working
+/// folder, then execve (PATH searched inside the world, as execvp would).
+static void exec_command(const struct asfs_confinement *plan, const sigset_t *ignored, int report_fd) {
+    for (int signal = 1; signal < NSIG; signal++) {
+        struct sigaction action;
+        memset(&action, 0, sizeof action);
+        action.sa_handler = sigismember(ignored, signal) == 1 ? SIG_IGN : SIG_DFL;
+        sigaction(signal, &action, NULL);  // EINVAL for SIGKILL, SIGSTOP and glibc's own
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+
+    if (!plan->working_directory || chdir(plan->working_directory) != 0) {
+        if (chdir(plan->mountpoint) != 0) fail(report_fd, 1, "chdir", plan->mountpoint);
+    }
+    if (strchr(plan->program, '/')) {
+        execve(plan->program, plan->argv, plan->envp);
+        fail(report_fd, errno == ENOENT ? 127 : 126, plan->program, NULL);
+    }
+    char candidate[PATH_MAX];
+    int denied = 0;
+    const char *folder = plan->search_path ? plan->search_path : "/usr/local/bin:/usr/bin:/bin";
+    while (1) {
+        const char *end = strchr(folder, ':');
+        size_t length = end ? (size_t)(end - folder) : strlen(folder);
+        if (length + strlen(plan->program) + 2 < sizeof candidate) {
+            memcpy(candidate, length ? folder : ".", length ? length : 1);
+            size_t used = length ? length : 1;
+            candidate[used] = 0;
+            path_in(candidate, sizeof candidate, candidate, plan->program);
+            execve(candidate, plan->argv, plan->envp);
+            if (errno == EACCES) denied = 1;
+            else if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP && errno != ENAMETOOLONG)
+                fail(report_fd, 126, plan->program, NULL);
+        }
+        if (!end) break;
+        folder = end + 1;
+    }
+    errno = denied ? EACCES : ENOENT;
+    fail(report_fd, denied ? 126 : 127, plan->program, NULL);
+}
+
+/// pid 1 of the new namespaces.
+static void init_main(const struct asfs_confinement *plan, const sigset_t *ignored, int report_fd, int lifeline) {
+    sigset_t all;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, NULL);
+    close_inherited(report_fd < lifeline ? report_fd : lifeline, report_fd < lifeline ? lifeline : report_fd);
+
+    make_world(plan, report_fd);
+    drop_privileges(plan, report_fd);
+
+    // When `run` dies (even by SIGKILL), so does init, and with it every
+    // process of the namespace. Set after the identity change, which
+    // clears it; the lifeline pipe closes the window before.
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) fail(report_fd, 1, "prctl", "PR_SET_PDEATHSIG");
+    struct pollfd parent = {lifeline, POLLIN, 0};
+    if (poll(&parent, 1, 0) > 0) _exit(1);
+    close(lifeline);
+
+    pid_t command = raw_fork(0);
+    if (command < 0) fail(report_fd, 1, "clone", "the command");
+    if (command == 0) exec_command(plan, ignored, report_fd);
+    close(report_fd);
+
+    forward_target = command;
+    install_forwarding(NULL, NULL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+
+    // Reap every orphan of the namespace; end with the command.
+    while (1) {
+        int status = 0;
+        pid_t ended = waitpid(-1, &status, 0);
+        if (ended < 0 && errno == EINTR) continue;
+        if (ended < 0) _exit(1);
+        if (ended != command) continue;
+        _exit(WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status));
+    }
+}
+
+// --------------------------------------------------------------- parent side
+
+pid_t asfs_confine_start(const struct asfs_confinement *plan, struct asfs_confine_failure *failure) {
+    memset(failure, 0, sizeof *failure);
+    // The signals the caller ignores stay ignored for the command (nohup).
+    sigset_t ignored;
+    sigemptyset(&ignored);
+    for (int signal = 1; signal < NSIG; signal++) {
+        struct sigaction current;
+        if (sigaction(signal, NULL, &current) == 0 && current.sa_handler == SIG_IGN) sigaddset(&ignored, signal);
+    }
+    // Forwarding starts before the clone: a signal sent to `run` while the
+    // world is being made must not end `run` and leave the command behind.
+    run_ignored = ignored;
+    pending_signal = 0;
+    forward_target = 0;
+    install_forwarding(&ignored, run_handlers);
+    int report[2], lifeline[2];
+    if (pipe2(report, O_CLOEXEC) != 0) {
+        failure->error = errno;
+        failure->exit_status = 1;
+        append(failure->step, 0, sizeof failure->step, "pipe");
+        restore_forwarding();
+        return -1;
+    }
+    if (pipe2(lifeline, O_CLOEXEC) != 0) {
+        failure->error = errno;
+        failure->exit_status = 1;
+        append(failure->step, 0, sizeof failure->step, "pipe");
+        close(report[0]);
+        close(report[1]);
+        restore_forwarding();
+        return -1;
+    }
+    pid_t init = raw_fork(CLONE_NEWNS | CLONE_NEWPID);
+    if (init == 0) {
+        close(report[0]);
+        close(lifeline[1]);
+        init_main(plan, &ignored, report[1], lifeline[0]);
+    }
+    int clone_error = errno;
+    if (init > 0) {
+        forward_target = init;
+        if (pending_signal) kill(init, pending_signal);
+    }
+    close(report[1]);
+    close(lifeline[0]);
+    if (init < 0) {
+        close(report[0]);
+        close(lifeline[1]);
+        failure->error = clone_error;
+        failure->exit_status = 1;
+        append(failure->step, 0, sizeof failure->step, "clone a new mount and PID namespace");
+        restore_forwarding();
+        return -1;
+    }
+    struct asfs_confine_failure reported;
+    size_t received = 0;
+    while (received < sizeof reported) {
+        ssize_t count = read(report[0], (char *)&reported + received, sizeof reported - received);
+        if (count < 0 && errno == EINTR) continue;
+        if (count <= 0) break;
+        received += (size_t)count;
+    }
+    close(report[0]);
+    // init is past its lifeline check once the report pipe is closed.
+    close(lifeline[1]);
+    if (received == 0) return init;
+    int status = 0;
+    while (waitpid(init, &status, 0) < 0 && errno == EINTR) {}
+    if (received == sizeof reported) {
+        *failure = reported;
+    } else {
+        failure->error = EIO;
+        failure->exit_status = 1;
+        append(failure->step, 0, sizeof failure->step, "a short report from the confined world");
+    }
+    restore_forwarding();
+    return -1;
+}
+
+int asfs_confine_wait(pid_t init) {
+    int status = 0;
+    pid_t ended;
+    do {
+        ended = waitpid(init, &status, 0);
+    } while (ended < 0 && errno == EINTR);
+    restore_forwarding();
+    if (ended < 0) return 1;
+    return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+}

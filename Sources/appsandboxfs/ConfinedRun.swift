@@ -1,0 +1,153 @@
+import ArgumentParser
+import CLinux
+import Glibc
+import SandboxPolicy
+
+/// `run --confine` (R1-R5): gathers what the confined world must hide from
+/// the mount table and the drivers' status records, lets SandboxPolicy's
+/// ConfinementPlan decide, and has CLinux's confine.c make the world in a
+/// new mount and PID namespace and start the command there. `run` itself
+/// stays outside and waits: the namespaces need a process of their own,
+/// and a Swift process (several threads) cannot unshare its mount namespace.
+enum ConfinedRun {
+    /// A user and group to run as instead of the caller's.
+    struct Identity {
+        var uid: uid_t
+        var gid: gid_t
+
+        /// "UID" or "UID:GID" (numbers; the group defaults to the user's
+        /// number, as for iOS's mobile, 501:501).
+        init?(_ text: String) {
+            let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+            guard parts.count <= 2, let uid = UInt32(parts[0]) else { return nil }
+            guard let gid = parts.count == 2 ? UInt32(parts[1]) : uid else { return nil }
+            self.uid = uid
+            self.gid = gid
+        }
+    }
+
+    /// Runs `command` confined to `container`; returns its shell status.
+    static func run(_ command: [String], in container: MountedContainerPath, identity: Identity?) throws -> Int32 {
+        let plan = try makePlan(for: container)
+        let workingDirectory = currentDirectory()
+
+        // Everything the child needs, as C strings made before the clone
+        // (the child may not allocate).
+        let keep = CStrings()
+        defer { keep.free() }
+        let detach = keep.array(plan.detach)
+        let hide = keep.array(plan.hide)
+        let argv = keep.array(command) + [nil]
+        let environment = environmentList(setting: container.iOSEnvironment)
+        let envp = keep.array(environment) + [nil]
+
+        var failure = asfs_confine_failure()
+        let pid: pid_t = detach.withUnsafeBufferPointer { detachList in
+            hide.withUnsafeBufferPointer { hideList in
+                argv.withUnsafeBufferPointer { argvList in
+                    envp.withUnsafeBufferPointer { envpList in
+                        var confinement = asfs_confinement()
+                        confinement.mountpoint = UnsafePointer(keep.string(plan.mountpoint))
+                        confinement.container_tmp = UnsafePointer(keep.string(plan.containerTmp))
+                        confinement.detach = UnsafeRawPointer(detachList.baseAddress)?.assumingMemoryBound(to: UnsafePointer<CChar>?.self)
+                        confinement.detach_count = detachList.count
+                        confinement.hide = UnsafeRawPointer(hideList.baseAddress)?.assumingMemoryBound(to: UnsafePointer<CChar>?.self)
+                        confinement.hide_count = hideList.count
+                        confinement.working_directory = workingDirectory.map { UnsafePointer(keep.string($0)) }
+                        if let identity {
+                            confinement.change_identity = 1
+                            confinement.uid = identity.uid
+                            confinement.gid = identity.gid
+                        }
+                        confinement.program = UnsafePointer(keep.string(command[0]))
+                        confinement.search_path = nonEmptyEnvironment("PATH").map { UnsafePointer(keep.string($0)) }
+                        confinement.argv = UnsafePointer(argvList.baseAddress)
+                        confinement.envp = UnsafePointer(envpList.baseAddress)
+                        return asfs_confine_start(&confinement, &failure)
+                    }
+                }
+            }
+        }
+        guard pid > 0 else { throw describe(failure, command: command[0]) }
+        return asfs_confine_wait(pid)
+    }
+
+    /// The plan for this container, or the one-line refusal (R1, R5).
+    static func makePlan(for container: MountedContainerPath) throws -> ConfinementPlan {
+        let mounts = MountTable.entries().filter { $0.fsType == MountTable.containerType }
+            .map { ConfinementPlan.ContainerMount(mountpoint: $0.mountpoint, backing: $0.source) }
+        let bundleSource = StatusFile.records().last { $0.alive && $0.record.mountpoint == container.mountpoint }?
+            .record.options.bundle
+        var temporaryFolders = ["/tmp", "/var/tmp"]
+        temporaryFolders += temporaryFolders.compactMap(realPath).filter { !temporaryFolders.contains($0) }
+        let this = ConfinementPlan.ContainerMount(mountpoint: container.mountpoint, backing: container.backing)
+        switch ConfinementPlan.make(container: this, bundleSource: bundleSource, mounts: mounts,
+                                    temporaryFolders: temporaryFolders) {
+        case .success(let plan): return plan
+        case .failure(let refusal): throw Failure("\(container.mountpoint): \(refusal)")
+        }
+    }
+
+    /// The exit status and one line for a world or command that could not
+    /// be started.
+    private static func describe(_ failure: asfs_confine_failure, command: String) -> Error {
+        var step = failure.step
+        let what = withUnsafeBytes(of: &step) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        let reason = String(cString: strerror(failure.error))
+        switch failure.exit_status {
+        case 127:
+            FileHandleless.warn("\(command): command not found")
+            return ExitCode(127)
+        case 126:
+            FileHandleless.warn("\(command): \(reason)")
+            return ExitCode(126)
+        default:
+            var hint = ""
+            if failure.error == EPERM { hint = " (--confine needs root: CAP_SYS_ADMIN to make a mount and PID namespace)" }
+            if failure.error == ENOSYS { hint = " (this kernel lacks it: --confine needs Linux 5.12 or later)" }
+            return Failure("cannot make the confined world: \(what): \(reason)\(hint); nothing was run")
+        }
+    }
+
+    private static func currentDirectory() -> String? {
+        guard let path = getcwd(nil, 0) else { return nil }
+        defer { Glibc.free(path) }
+        return String(cString: path)
+    }
+
+    private static func realPath(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { Glibc.free(resolved) }
+        return String(cString: resolved)
+    }
+
+    /// This process's environment with `setting` put first (replacing the
+    /// same names), as "NAME=value".
+    private static func environmentList(setting: [(String, String)]) -> [String] {
+        let names = Set(setting.map(\.0))
+        var list = setting.map { "\($0.0)=\($0.1)" }
+        var entry = environ
+        while let pointer = entry.pointee {
+            let text = String(cString: pointer)
+            let name = String(text.prefix { $0 != "=" })
+            if !names.contains(name) { list.append(text) }
+            entry += 1
+        }
+        return list
+    }
+}
+
+/// C strings that live until `free()`.
+private final class CStrings {
+    private var owned: [UnsafeMutablePointer<CChar>] = []
+
+    func string(_ text: String) -> UnsafeMutablePointer<CChar> {
+        let copy = strdup(text)!
+        owned.append(copy)
+        return copy
+    }
+
+    func array(_ texts: [String]) -> [UnsafeMutablePointer<CChar>?] { texts.map { string($0) } }
+
+    func free() { owned.forEach { Glibc.free($0) } }
+}
