@@ -23,6 +23,7 @@ struct LockScreenTests {
                 let json = try? JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
                 return ((json?["mounts"] as? [[String: Any]])?.first)?["deviceState"] as? String
             }
+            #expect(Protect.waitUntil(timeout: 30) { state() != nil }, "status shows no record of the driver")
             #expect(state() == "locked")
             m.unlock()
             #expect(state() == "unlocked")

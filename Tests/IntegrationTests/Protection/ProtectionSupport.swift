@@ -11,9 +11,13 @@ let classD = "NSFileProtectionNone"
 
 extension MountedContainer {
     /// `appsandboxfs VERB MOUNTPOINT EXTRA` (lock, unlock, reboot).
+    /// The driver publishes its status record and control socket just
+    /// after the mount appears (which is all the fixture waits for): wait
+    /// for the socket before the first verb.
     @discardableResult
     func device(_ verb: String, _ extra: [String] = []) -> (status: Int32, stdout: String, stderr: String) {
-        runProcess([Binaries.appsandboxfs, verb, mountpoint] + extra, timeout: 60)
+        _ = Protect.waitUntil(timeout: 30) { access(ControlSocket.path(driverPID: driverPID), F_OK) == 0 }
+        return runProcess([Binaries.appsandboxfs, verb, mountpoint] + extra, timeout: 60)
     }
 
     /// Locks (grace 0 unless told), expecting success.
@@ -109,9 +113,13 @@ extension Result where Failure == RulesErrno {
 /// not the start of a program.
 enum ControlSocket {
     /// Sends one request line to the driver `pid`; its answer line ("ok locked").
+    static func path(driverPID pid: pid_t) -> String {
+        (environment("APPSANDBOXFS_STATE_DIR") ?? "/run/appsandboxfs") + "/\(pid).control"
+    }
+
     static func send(_ request: String, driverPID pid: pid_t) -> String {
-        let directory = environment("APPSANDBOXFS_STATE_DIR") ?? "/run/appsandboxfs"
-        let path = Array("\(directory)/\(pid).control".utf8)
+        _ = Protect.waitUntil(timeout: 30) { access(Self.path(driverPID: pid), F_OK) == 0 }
+        let path = Array(Self.path(driverPID: pid).utf8)
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return "socket: \(posixError(errno))" }
         defer { close(fd) }
