@@ -94,8 +94,17 @@ extension MountedContainer {
         (readText(denialLogPath) ?? "").split(separator: "\n").compactMap { ProtectionDenial(line: String($0)) }
     }
 
+    /// The driver publishes its control socket just after the mount
+    /// appears, which is what `mount` waits for: until it is there, the verb
+    /// answers "not a mounted container" or "cannot reach its driver".
     private func changeDeviceState(_ verb: String, _ extra: [String] = []) throws {
-        let result = try Subprocess.run([appsandboxfs, verb, mountpoint] + extra)
+        let deadline = Date().addingTimeInterval(30)
+        var result = try Subprocess.run([appsandboxfs, verb, mountpoint] + extra)
+        while !result.succeeded, Date() < deadline,
+              result.standardError.contains("not a mounted container") || result.standardError.contains("cannot reach its driver") {
+            usleep(20_000)
+            result = try Subprocess.run([appsandboxfs, verb, mountpoint] + extra)
+        }
         guard result.succeeded else {
             throw FixtureError("appsandboxfs \(verb) \(mountpoint) failed (\(result.status)): \(result.standardError)")
         }
