@@ -25,16 +25,22 @@ final class DenialLog: Sendable {
     /// itself with prctl(PR_SET_NAME), and the path) is escaped, so that one
     /// denial is always one line with no control bytes in it.
     func record(pid thread: pid_t, operation: SandboxOperation, path: String) {
+        record(pid: thread, operation: operation, path: Array(path.utf8))
+    }
+
+    /// The same with the path as bytes (names are bytes: one that is not
+    /// UTF-8 is escaped byte for byte, not replaced).
+    func record(pid thread: pid_t, operation: SandboxOperation, path: [UInt8]) {
         let pid = Self.processID(ofThread: thread)
-        emit(Self.line(process: Self.processName(pid), pid: pid, operation: operation.rawValue, path: Array(path.utf8)))
+        emit(Self.line(process: Self.processName(pid), pid: pid, operation: operation.rawValue, path: path))
     }
 
     /// A data protection refusal (P8), escaped as the sandbox's lines are:
     /// `DataProtection: <process>(<pid>) deny(1) <operation> <path> <class> <state>`.
-    func recordDataProtection(pid thread: pid_t, operation: String, path: String, protection: ProtectionClass,
+    func recordDataProtection(pid thread: pid_t, operation: String, path: [UInt8], protection: ProtectionClass,
                               state: DeviceState) {
         let pid = Self.processID(ofThread: thread)
-        emit(Self.line(process: Self.processName(pid), pid: pid, operation: operation, path: Array(path.utf8),
+        emit(Self.line(process: Self.processName(pid), pid: pid, operation: operation, path: path,
                        kind: "DataProtection", trailer: " \(protection.rawValue) \(state.rawValue)"))
     }
 

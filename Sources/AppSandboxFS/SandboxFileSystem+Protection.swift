@@ -22,7 +22,7 @@ extension SandboxFileSystem {
     /// getxattr calls and no walk up the tree. An entry made in the backing
     /// directory directly has the default class.
     func protectionClass(of node: Node) -> ProtectionClass {
-        switch node.zone {
+        switch zone(of: node) {
         case .bundle, .bundleFolder: return .none
         default: break
         }
@@ -52,7 +52,8 @@ extension SandboxFileSystem {
 
     /// The same for an entry made by mkdir or mknod, once looked up.
     func inheritClass(_ node: Node, from parent: Node, kind: mode_t) {
-        guard kind == S_IFREG || kind == S_IFDIR, parent.zone != .bundle, parent.zone != .bundleFolder else { return }
+        let folderZone = zone(of: parent)
+        guard kind == S_IFREG || kind == S_IFDIR, folderZone != .bundle, folderZone != .bundleFolder else { return }
         let protection = protectionClass(of: parent)
         try? node.withFD { (fd) throws(Errno) in recordCreationClass(protection, on: fd) }
     }
@@ -62,10 +63,10 @@ extension SandboxFileSystem {
     /// Whether `operation` on an entry of class `protection` may go ahead
     /// now; on a refusal, logs the `DataProtection:` line (P8) and answers EPERM.
     func protectionDenial(_ operation: ProtectionOperation, _ protection: ProtectionClass, _ request: Request,
-                          path: () -> String) -> Errno? {
+                          at place: Place) -> Errno? {
         let state = dataProtection.keyState()
         if ProtectionPolicy.allows(operation, protection, in: state) { return nil }
-        denials.recordDataProtection(pid: request.caller.pid, operation: operation.logName, path: path(),
+        denials.recordDataProtection(pid: request.caller.pid, operation: operation.logName, path: mountPath(place),
                                      protection: protection, state: state.deviceState)
         return .notPermitted
     }
@@ -74,26 +75,28 @@ extension SandboxFileSystem {
     /// copy_file_range, ftruncate).
     func handleDenial(_ request: Request, handle fd: Int32, node id: NodeID) -> Errno? {
         guard let protection = dataProtection.protection(ofHandle: fd) else { return nil }
-        return protectionDenial(.descriptorIO, protection, request, path: { mountPath(of: nodes.node(id)) })
+        return protectionDenial(.descriptorIO, protection, request, at: .node(nodes.node(id)))
     }
 
     /// Opening an existing file: its class, or the refusal.
-    func openDenial(_ request: Request, node: Node) -> (ProtectionClass, Errno?) {
+    func openProtection(_ request: Request, node: Node) throws(Errno) -> ProtectionClass {
         let protection = protectionClass(of: node)
-        return (protection, protectionDenial(.open, protection, request, path: { mountPath(of: node) }))
+        if let denied = protectionDenial(.open, protection, request, at: .node(node)) { throw denied }
+        return protection
     }
 
     /// Creating a regular file in `parent`: the class it will have, or the refusal.
-    func createDenial(_ request: Request, parent: Node, name: UnsafePointer<CChar>) -> (ProtectionClass, Errno?) {
+    func createProtection(_ request: Request, parent: Node, name: UnsafePointer<CChar>) throws(Errno) -> ProtectionClass {
         let protection = protectionClass(of: parent)
-        return (protection, protectionDenial(.create, protection, request, path: { mountPath(of: parent, child: name) }))
+        if let denied = protectionDenial(.create, protection, request, at: .child(parent, name)) { throw denied }
+        return protection
     }
 
     /// A setattr of the size: through the handle (ftruncate) it is I/O on
     /// it; by path (truncate) it is an open in disguise.
     func sizeChangeDenial(_ request: Request, handle: FileHandle?, node: Node) -> Errno? {
         if let handle { return handleDenial(request, handle: descriptor(handle), node: node.id) }
-        return protectionDenial(.truncate, protectionClass(of: node), request, path: { mountPath(of: node) })
+        return protectionDenial(.truncate, protectionClass(of: node), request, at: .node(node))
     }
 
     // MARK: Open handles
@@ -119,8 +122,8 @@ extension SandboxFileSystem {
     // MARK: The NSFileProtectionKey attribute (P2)
 
     /// getxattr: always the entry's class; the driver's own names are absent.
-    func getProtectionAttribute(_ node: Node, name: String, reply: consuming ReplyXattr) {
-        guard name == ProtectionXattrs.mountName else { reply.error(.noData); return }
+    func getProtectionAttribute(_ node: Node, name: [UInt8], reply: consuming ReplyXattr) {
+        guard name.elementsEqual(ProtectionXattrs.mountName.utf8) else { reply.error(.noData); return }
         let value = Array(protectionClass(of: node).rawValue.utf8)
         if reply.capacity == 0 {
             reply.size(value.count)
@@ -133,46 +136,24 @@ extension SandboxFileSystem {
 
     /// setxattr: one of the four raw values (else EINVAL), refused while the
     /// entry's current class is unavailable. Zone rules were applied before.
-    func setProtectionAttribute(_ request: Request, _ node: Node, name: String, value: UnsafeRawBufferPointer,
-                                flags: XattrFlags, reply: consuming ReplyStatus) {
-        guard name == ProtectionXattrs.mountName else { reply.error(.notPermitted); return }
-        guard let protection = ProtectionClass(attributeValue: value) else { reply.error(.invalidArgument); return }
-        if let denied = protectionDenial(.setClass, protectionClass(of: node), request, path: { mountPath(of: node) }) {
-            reply.error(denied)
-            return
+    func setProtectionClass(_ request: Request, _ node: Node, name: [UInt8], value: UnsafeRawBufferPointer,
+                            flags: XattrFlags) throws(Errno) {
+        guard name.elementsEqual(ProtectionXattrs.mountName.utf8) else { throw .notPermitted }
+        guard let protection = ProtectionClass(attributeValue: value) else { throw .invalidArgument }
+        if let denied = protectionDenial(.setClass, protectionClass(of: node), request, at: .node(node)) { throw denied }
+        try node.withFD { (fd) throws(Errno) in
+            try Backing.setxattr(fd, ProtectionXattrs.explicitName, value, flags: flags.rawValue)
         }
-        do {
-            try node.withFD { (fd) throws(Errno) in
-                try Backing.setxattr(fd, ProtectionXattrs.explicitName, value, flags: flags.rawValue)
-            }
-            dataProtection.classChanged(node.key, to: protection)
-            reply.ok()
-        } catch {
-            reply.error(error)
-        }
+        dataProtection.classChanged(node.key, to: protection)
     }
 
     /// removexattr: drops the explicit class; the entry goes back to the one
     /// it got at creation (P2, P3).
-    func removeProtectionAttribute(_ request: Request, _ node: Node, name: String, reply: consuming ReplyStatus) {
-        guard name == ProtectionXattrs.mountName else { reply.error(.notPermitted); return }
-        if let denied = protectionDenial(.setClass, protectionClass(of: node), request, path: { mountPath(of: node) }) {
-            reply.error(denied)
-            return
-        }
-        do {
-            try node.withFD { (fd) throws(Errno) in try Backing.removexattr(fd, ProtectionXattrs.explicitName) }
-            dataProtection.classChanged(node.key, to: protectionClass(of: node))
-            reply.ok()
-        } catch {
-            reply.error(error)
-        }
+    func removeProtectionClass(_ request: Request, _ node: Node, name: [UInt8]) throws(Errno) {
+        guard name.elementsEqual(ProtectionXattrs.mountName.utf8) else { throw .notPermitted }
+        if let denied = protectionDenial(.setClass, protectionClass(of: node), request, at: .node(node)) { throw denied }
+        try node.withFD { (fd) throws(Errno) in try Backing.removexattr(fd, ProtectionXattrs.explicitName) }
+        dataProtection.classChanged(node.key, to: protectionClass(of: node))
     }
 }
 
-extension ProtectionXattrs {
-    /// Names the protection code answers for, rather than the plain xattr code.
-    static func isProtectionName(_ name: String) -> Bool {
-        name.hasPrefix(mountName) && (name == mountName || isHidden(mountName: name))
-    }
-}

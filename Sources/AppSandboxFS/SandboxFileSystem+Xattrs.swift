@@ -10,32 +10,27 @@ import SystemPackage
 extension SandboxFileSystem {
     /// Namespaces only root may touch; the driver runs as root, so it must
     /// check for the caller.
-    private func privilegedNamespace(_ name: String) -> Bool {
-        name.hasPrefix("trusted.") || name.hasPrefix("security.")
+    private func privilegedNamespace(_ name: [UInt8]) -> Bool {
+        name.starts(with: "trusted.".utf8) || name.starts(with: "security.".utf8)
     }
+
+    private func isSystemNamespace(_ name: [UInt8]) -> Bool { name.starts(with: "system.".utf8) }
 
     public func setxattr(_ request: Request, node id: NodeID, name: FileName, value: UnsafeRawBufferPointer, flags: XattrFlags,
                          reply: consuming ReplyStatus) {
         let node = nodes.node(id)
-        if let denied = denial(.setExtendedAttribute(node.zone), request, path: { mountPath(of: node) }) {
-            reply.error(denied)
-            return
-        }
-        let visible = name.string
-        if visible.hasPrefix("system.") { reply.error(.notSupported); return }
-        if privilegedNamespace(visible) && request.caller.uid != 0 { reply.error(.notPermitted); return }
-        if visible == Self.capabilityName { node.hasNoCapability = false }
-        // ext4 refuses user attributes on symbolic links.
-        if node.isSymlink { reply.error(.notPermitted); return }
-        if ProtectionXattrs.isProtectionName(visible) { setProtectionAttribute(request, node, name: visible, value: value, flags: flags, reply: reply); return }
-        do {
-            try withCString(XattrNames.backingName(for: visible)) { (backing) throws(Errno) in
+        send(guarded(.setExtendedAttribute(zone(of: node)), request, at: .node(node)) { () throws(Errno) in
+            let visible = nameBytes(name.cString)
+            if isSystemNamespace(visible) { throw .notSupported }
+            if privilegedNamespace(visible) && request.caller.uid != 0 { throw .notPermitted }
+            if strcmp(name.cString, Self.capabilityName) == 0 { node.hasNoCapability = false }
+            // ext4 refuses user attributes on symbolic links.
+            if node.isSymlink { throw .notPermitted }
+            if ProtectionXattrs.isProtectionName(visible) { return try setProtectionClass(request, node, name: visible, value: value, flags: flags) }
+            try withCName(XattrNames.backingName(for: visible)) { (backing) throws(Errno) in
                 try node.withFD { (fd) throws(Errno) in try Backing.setxattr(fd, backing, value, flags: flags.rawValue) }
             }
-            reply.ok()
-        } catch {
-            reply.error(error)
-        }
+        }, reply)
     }
 
     public func getxattr(_ request: Request, node id: NodeID, name: FileName, reply: consuming ReplyXattr) {
@@ -48,13 +43,13 @@ extension SandboxFileSystem {
             reply.error(.noData)
             return
         }
-        let visible = name.string
-        if visible.hasPrefix("system.") { reply.error(.notSupported); return }
+        let visible = nameBytes(name.cString)
+        if isSystemNamespace(visible) { reply.error(.notSupported); return }
         if node.isSymlink { reply.error(.noData); return }
         if ProtectionXattrs.isProtectionName(visible) { getProtectionAttribute(node, name: visible, reply: reply); return }
         do {
             let capacity = reply.capacity
-            let result: (Int, [UInt8]) = try withCString(XattrNames.backingName(for: visible)) { (backing) throws(Errno) in
+            let result: (Int, [UInt8]) = try withCName(XattrNames.backingName(for: visible)) { (backing) throws(Errno) in
                 if capacity == 0 {
                     return (try node.withFD { (fd) throws(Errno) in
                         try Backing.getxattr(fd, backing, into: UnsafeMutableRawBufferPointer(start: nil, count: 0))
@@ -103,9 +98,9 @@ extension SandboxFileSystem {
             }
             var list: [UInt8] = []
             for backing in raw.split(separator: 0, omittingEmptySubsequences: true) {
-                let backingName = String(decoding: backing.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-                if ProtectionXattrs.isHidden(mountName: XattrNames.mountName(for: backingName)) { continue }
-                list += Array(XattrNames.mountName(for: backingName).utf8)
+                let name = XattrNames.mountName(for: backing.map { UInt8(bitPattern: $0) })
+                if ProtectionXattrs.isHidden(mountName: name) { continue }
+                list += name
                 list.append(0)
             }
             if reply.capacity == 0 {
@@ -122,22 +117,15 @@ extension SandboxFileSystem {
 
     public func removexattr(_ request: Request, node id: NodeID, name: FileName, reply: consuming ReplyStatus) {
         let node = nodes.node(id)
-        if let denied = denial(.removeExtendedAttribute(node.zone), request, path: { mountPath(of: node) }) {
-            reply.error(denied)
-            return
-        }
-        let visible = name.string
-        if visible.hasPrefix("system.") { reply.error(.notSupported); return }
-        if privilegedNamespace(visible) && request.caller.uid != 0 { reply.error(.notPermitted); return }
-        if node.isSymlink { reply.error(.noData); return }
-        if ProtectionXattrs.isProtectionName(visible) { removeProtectionAttribute(request, node, name: visible, reply: reply); return }
-        do {
-            try withCString(XattrNames.backingName(for: visible)) { (backing) throws(Errno) in
+        send(guarded(.removeExtendedAttribute(zone(of: node)), request, at: .node(node)) { () throws(Errno) in
+            let visible = nameBytes(name.cString)
+            if isSystemNamespace(visible) { throw .notSupported }
+            if privilegedNamespace(visible) && request.caller.uid != 0 { throw .notPermitted }
+            if node.isSymlink { throw .noData }
+            if ProtectionXattrs.isProtectionName(visible) { return try removeProtectionClass(request, node, name: visible) }
+            try withCName(XattrNames.backingName(for: visible)) { (backing) throws(Errno) in
                 try node.withFD { (fd) throws(Errno) in try Backing.removexattr(fd, backing) }
             }
-            reply.ok()
-        } catch {
-            reply.error(error)
-        }
+        }, reply)
     }
 }

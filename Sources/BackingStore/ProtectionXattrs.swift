@@ -27,6 +27,16 @@ public enum ProtectionXattrs {
         name.hasPrefix(mountName + ".")
     }
 
+    public static func isHidden(mountName name: [UInt8]) -> Bool {
+        name.count > mountName.utf8.count && name.starts(with: (mountName + ".").utf8)
+    }
+
+    /// The names the protection code answers for: `NSFileProtectionKey` and
+    /// the hidden ones.
+    public static func isProtectionName(_ name: [UInt8]) -> Bool {
+        name.elementsEqual(mountName.utf8) || isHidden(mountName: name)
+    }
+
     /// The stored value of `name` on the file `fd` holds, nil when absent
     /// or unreadable (a class name is short).
     public static func stored(_ fd: Int32, _ name: String) -> [UInt8]? {

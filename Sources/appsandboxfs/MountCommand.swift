@@ -52,7 +52,7 @@ struct MountCommand: ParsableCommand {
     @Flag(help: "If the mountpoint is a stale mount (its driver died), clean it up first.")
     var recover = false
 
-    @Option(help: "Seconds the kernel may cache names and attributes.")
+    @Option(help: "Seconds the kernel may cache names (attributes: at most 1 s, so that a change made in the backing directory shows).")
     var cacheTimeout: Double = 86400
 
     @Flag(inversion: .prefixedNo, help: "Let the kernel cache writes and send them in large batches (writeback cache).")
@@ -127,7 +127,7 @@ struct MountCommand: ParsableCommand {
         configuration.keepTmp = keepTmp
         configuration.denialLogFile = denialLog.map(absolutePath)
         configuration.entryTimeout = cacheTimeout
-        configuration.attributeTimeout = cacheTimeout
+        configuration.attributeTimeout = min(cacheTimeout, MountConfiguration.longestAttributeTimeout)
         configuration.maxThreads = threads
         configuration.descriptorCacheSize = descriptorCache
         configuration.writebackCache = writeback
