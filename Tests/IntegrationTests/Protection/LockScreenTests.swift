@@ -186,15 +186,15 @@ struct LockScreenTests {
             #expect(Protect.classOf(file) == classA)
             #expect(RulesSys.listxattr(file).rulesValue == ["NSFileProtectionKey"])
             #expect(RulesSys.rename(file, m.documents + "/vault/a.txt") == 0)
+            // P2: the class of an unavailable entry cannot change.
+            #expect(Protect.setClass(m.documents + "/vault/a.txt", classD) == EPERM)
+            #expect(RulesSys.removexattr(m.documents + "/vault/a.txt", "NSFileProtectionKey") == EPERM)
+            #expect(m.protectionLines().last?.contains("deny(1) file-write-xattr \(m.documents)/vault/a.txt NSFileProtectionComplete locked") == true)
             #expect(RulesSys.link(m.documents + "/vault/a.txt", m.documents + "/a-link.txt") == 0)
             #expect(RulesSys.mkdir(m.documents + "/vault/sub") == 0)
             #expect(Protect.classOf(m.documents + "/vault/sub") == classA)
             #expect(RulesSys.rmdir(m.documents + "/vault/sub") == 0)
             #expect(RulesSys.symlink("a.txt", m.documents + "/vault/ln") == 0)
-            // P2: the class of an unavailable entry cannot change.
-            #expect(Protect.setClass(m.documents + "/vault/a.txt", classD) == EPERM)
-            #expect(RulesSys.removexattr(m.documents + "/vault/a.txt", "NSFileProtectionKey") == EPERM)
-            #expect(m.protectionLines().last?.contains("deny(1) file-write-xattr \(m.documents)/vault/a.txt NSFileProtectionComplete locked") == true)
             #expect(RulesSys.unlink(m.documents + "/a-link.txt") == 0)
             #expect(RulesSys.unlink(m.documents + "/vault/a.txt") == 0)
         }
