@@ -22,7 +22,7 @@ let package = Package(
                        providers: [.apt(["libfuse3-dev"])]),
         // The Swift face of libfuse: knows nothing of iOS.
         .target(name: "FuseKit", dependencies: [
-            "CFuse",
+            "CFuse", "CLinux",
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         // Zones, rules, decisions: no FUSE, no I/O.

@@ -21,7 +21,7 @@ extension SandboxFileSystem {
         let node = nodes.node(id)
         send(guarded(.setExtendedAttribute(zone(of: node)), request, at: .node(node)) { () throws(Errno) in
             let visible = nameBytes(name.cString)
-            if isSystemNamespace(visible) { throw .notSupported }
+            if isSystemNamespace(visible) || strcmp(name.cString, Self.selinuxName) == 0 { throw .notSupported }
             if privilegedNamespace(visible) && request.caller.uid != 0 { throw .notPermitted }
             if strcmp(name.cString, Self.capabilityName) == 0 { node.hasNoCapability = false }
             // ext4 refuses user attributes on symbolic links.
@@ -44,7 +44,7 @@ extension SandboxFileSystem {
             return
         }
         let visible = nameBytes(name.cString)
-        if isSystemNamespace(visible) { reply.error(.notSupported); return }
+        if isSystemNamespace(visible) || strcmp(name.cString, Self.selinuxName) == 0 { reply.error(.notSupported); return }
         if node.isSymlink { reply.error(.noData); return }
         if ProtectionXattrs.isProtectionName(visible) { getProtectionAttribute(node, name: visible, reply: reply); return }
         do {
@@ -73,6 +73,10 @@ extension SandboxFileSystem {
     }
 
     static let capabilityName = "security.capability"
+    /// The mount carries no SELinux labels (where SELinux runs, the kernel
+    /// answers this name itself and never asks): ENOTSUP, not ENODATA, so
+    /// that `ls -l` remembers it per device instead of asking per entry.
+    static let selinuxName = "security.selinux"
 
     public func listxattr(_ request: Request, node id: NodeID, reply: consuming ReplyXattr) {
         let node = nodes.node(id)

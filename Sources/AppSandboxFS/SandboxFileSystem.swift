@@ -74,6 +74,9 @@ public final class SandboxFileSystem: FileSystemOperations {
         // out of the backing root.
         want.remove(.exportSupport)
         want.insert([.readdirPlus, .readdirPlusAuto, .parallelDirOps, .asyncRead, .atomicOTrunc])
+        // A symbolic link's target never changes (a new link is a new inode,
+        // hence a new node): the kernel may keep it in its page cache.
+        want.insert(.cacheSymlinks)
         // Locks stay in the kernel: with neither flag set it keeps POSIX and
         // flock locks itself, which is exact for a single mount.
         want.remove([.posixLocks, .flockLocks])
