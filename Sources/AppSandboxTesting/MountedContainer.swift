@@ -1,6 +1,6 @@
+import ContainerFiles
 import Foundation
-import Glibc
-import Synchronization
+
 
 /// An iOS app container mounted by the real appsandboxfs driver, for a test.
 ///
@@ -110,13 +110,13 @@ public final class MountedContainer: Sendable {
         public func relativePath(appName: String) -> String {
             switch self {
             case .bundle: appName + ".app"
-            case .documents: "Documents"
-            case .inbox: "Documents/Inbox"
-            case .library: "Library"
-            case .applicationSupport: "Library/Application Support"
-            case .caches: "Library/Caches"
-            case .preferences: "Library/Preferences"
-            case .tmp: "tmp"
+            case .documents: ContainerFolder.documents.relativePath
+            case .inbox: ContainerFolder.inbox.relativePath
+            case .library: ContainerFolder.library.relativePath
+            case .applicationSupport: ContainerFolder.applicationSupport.relativePath
+            case .caches: ContainerFolder.caches.relativePath
+            case .preferences: ContainerFolder.preferences.relativePath
+            case .tmp: ContainerFolder.tmp.relativePath
             }
         }
     }
@@ -139,7 +139,7 @@ public final class MountedContainer: Sendable {
 
     private let driver: Driver
     private let options: Options
-    private let tornDown = Mutex(false)
+    private let tornDown = Locked(false)
 
     private init(mountpoint: String, backing: String, appName: String, root: String, appsandboxfs: String,
                  driver: Driver, options: Options) {
@@ -190,11 +190,14 @@ public final class MountedContainer: Sendable {
         relative.isEmpty ? backing : backing + "/" + relative
     }
 
-    /// The environment an iOS app sees in this container (as
-    /// `appsandboxfs env` prints it): HOME and CFFIXED_USER_HOME are the
-    /// mountpoint, TMPDIR its tmp folder with a trailing slash.
+    /// The environment an iOS app sees in this container, as
+    /// `appsandboxfs env` prints it (`ContainerEnvironment`): HOME and
+    /// CFFIXED_USER_HOME are the mountpoint, TMPDIR its tmp folder with a
+    /// trailing slash, XDG_DATA_HOME, XDG_CACHE_HOME and XDG_CONFIG_HOME
+    /// Library/Application Support, Library/Caches and Library/Preferences,
+    /// so that Foundation on Linux finds each folder where iOS has it.
     public var environment: [String: String] {
-        ["HOME": mountpoint, "CFFIXED_USER_HOME": mountpoint, "TMPDIR": mountpoint + "/tmp/"]
+        Dictionary(uniqueKeysWithValues: ContainerEnvironment.variables(root: mountpoint).map { ($0.name, $0.value) })
     }
 
     // MARK: The driver
@@ -217,7 +220,7 @@ public final class MountedContainer: Sendable {
     public var driverLog: String { readText(driverLogPath) ?? "" }
 
     /// Runs a program "inside" the container, through `appsandboxfs run`:
-    /// with HOME, CFFIXED_USER_HOME and TMPDIR set as on iOS.
+    /// with `environment` set.
     public func run(_ arguments: [String], timeout: Double = 120) throws -> ProcessResult {
         try Subprocess.run([appsandboxfs, "run", mountpoint, "--"] + arguments, timeout: timeout)
     }
@@ -267,9 +270,24 @@ public final class MountedContainer: Sendable {
 
     // MARK: Mounting and unmounting
 
+    /// Whether containers can be mounted here: on Linux, with /dev/fuse.
+    /// Elsewhere (macOS, where an iOS team also builds its tests) `mount`
+    /// throws; skip such tests with
+    /// `@Test(.enabled(if: MountedContainer.isSupported))`.
+    public static var isSupported: Bool {
+        #if os(Linux)
+        return access("/dev/fuse", F_OK) == 0
+        #else
+        return false
+        #endif
+    }
+
     /// Lays out a container in a fresh temporary folder and mounts it;
     /// returns once the mount is ready. Pair it with `unmount()`.
     public static func mount(_ options: Options = Options()) throws -> MountedContainer {
+        guard isSupported else {
+            throw FixtureError("AppSandboxTesting mounts containers only on Linux with /dev/fuse (FUSE); skip this test elsewhere: @Test(.enabled(if: MountedContainer.isSupported))")
+        }
         let program = try locateAppSandboxFS(options.appsandboxfs)
         let root = try makeTemporaryFolder(in: options.temporaryDirectory)
         var handedOver = false
@@ -501,6 +519,7 @@ public func withMountedContainer<T>(
 }
 
 /// The same for an async body; also unmounts when the task is cancelled.
+@available(macOS 10.15, iOS 13, tvOS 13, watchOS 6, *)
 public func withMountedContainer<T>(
     _ options: MountedContainer.Options = MountedContainer.Options(),
     isolation: isolated (any Actor)? = #isolation,

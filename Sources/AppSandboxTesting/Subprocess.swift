@@ -3,7 +3,7 @@
 // would reap the test's other children), output through temporary files so
 // a full pipe can never block.
 
-import Glibc
+import Foundation
 
 /// How a program ended, and what it printed.
 public struct ProcessResult: Sendable, Equatable {
@@ -38,7 +38,13 @@ enum Subprocess {
     static func spawn(_ arguments: [String], standardInput: Int32? = nil, standardOutput: String,
                       standardError: String) throws -> pid_t {
         guard let program = arguments.first else { throw FixtureError("no program to run") }
+        #if canImport(Darwin)
+        var actions: posix_spawn_file_actions_t? = nil
+        var attributes: posix_spawnattr_t? = nil
+        #else
         var actions = posix_spawn_file_actions_t()
+        var attributes = posix_spawnattr_t()
+        #endif
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         if let standardInput {
@@ -48,7 +54,6 @@ enum Subprocess {
         }
         posix_spawn_file_actions_addopen(&actions, 1, standardOutput, O_WRONLY | O_APPEND | O_CREAT, 0o644)
         posix_spawn_file_actions_addopen(&actions, 2, standardError, O_WRONLY | O_APPEND | O_CREAT, 0o644)
-        var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
         var none = sigset_t(), all = sigset_t()
@@ -59,9 +64,13 @@ enum Subprocess {
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
 
         let cArguments: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        defer { cArguments.forEach { free($0) } }
+        // The environment as it is now, through Foundation: one spelling
+        // on Linux and Darwin.
+        let cEnvironment: [UnsafeMutablePointer<CChar>?] =
+            ProcessInfo.processInfo.environment.map { strdup($0.key + "=" + $0.value) } + [nil]
+        defer { (cArguments + cEnvironment).forEach { free($0) } }
         var pid: pid_t = 0
-        let result = posix_spawnp(&pid, program, &actions, &attributes, cArguments, environ)
+        let result = posix_spawnp(&pid, program, &actions, &attributes, cArguments, cEnvironment)
         guard result == 0 else { throw FixtureError("cannot start \(program): \(String(cString: strerror(result)))") }
         return pid
     }

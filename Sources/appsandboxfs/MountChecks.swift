@@ -72,6 +72,8 @@ enum MountTable {
         var mountpoint: String
         var fsType: String
         var source: String
+        /// The mounted file system's device, "major:minor".
+        var device: String = ""
     }
 
     static func entries() -> [Entry] {
@@ -79,7 +81,8 @@ enum MountTable {
         return text.split(separator: "\n").compactMap { line in
             let fields = line.split(separator: " ", omittingEmptySubsequences: false)
             guard let dash = fields.firstIndex(of: "-"), fields.count > dash + 2, fields.count > 4 else { return nil }
-            return Entry(mountpoint: unescape(fields[4]), fsType: String(fields[dash + 1]), source: unescape(fields[dash + 2]))
+            return Entry(mountpoint: unescape(fields[4]), fsType: String(fields[dash + 1]), source: unescape(fields[dash + 2]),
+                         device: String(fields[2]))
         }
     }
 

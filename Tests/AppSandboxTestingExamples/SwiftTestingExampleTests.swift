@@ -104,7 +104,7 @@ struct NoteStoreSwiftTestingExample {
     @Test("Code run \"inside\" the container sees the iOS environment (an async body)")
     func environment() async throws {
         try await withMountedContainer { container in
-            // appsandboxfs run: a program with HOME, CFFIXED_USER_HOME and TMPDIR as on iOS.
+            // appsandboxfs run: a program with the iOS environment (HOME, TMPDIR, ...).
             let result = try await Task.detached {
                 try container.run(["sh", "-c", #"echo "$HOME|$TMPDIR" && touch "$TMPDIR/scratch""#])
             }.value
