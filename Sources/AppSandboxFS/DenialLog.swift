@@ -37,7 +37,20 @@ final class DenialLog: Sendable {
     /// UTF-8 is escaped byte for byte, not replaced).
     func record(pid thread: pid_t, operation: SandboxOperation, path: [UInt8]) {
         let pid = Self.processID(ofThread: thread)
-        let line = Self.line(process: Self.processName(pid), pid: pid, operation: operation.rawValue, path: path)
+        emit(Self.line(process: Self.processName(pid), pid: pid, operation: operation.rawValue, path: path))
+    }
+
+    /// A data protection refusal (P8), escaped as the sandbox's lines are:
+    /// `DataProtection: <process>(<pid>) deny(1) <operation> <path> <class> <state>`.
+    func recordDataProtection(pid thread: pid_t, operation: String, path: [UInt8], protection: ProtectionClass,
+                              state: DeviceState) {
+        let pid = Self.processID(ofThread: thread)
+        emit(Self.line(process: Self.processName(pid), pid: pid, operation: operation, path: path,
+                       kind: "DataProtection", trailer: " \(protection.rawValue) \(state.rawValue)"))
+    }
+
+    /// Writes one whole line to standard error and the log file.
+    private func emit(_ line: String) {
         if let logger { logger.notice("\(line.hasSuffix("\n") ? String(line.dropLast()) : line)") }
         writeLock.withLock { _ in
             var bytes = Array(line.utf8)
@@ -48,9 +61,11 @@ final class DenialLog: Sendable {
         }
     }
 
-    /// One denial line, newline included.
-    static func line(process: [UInt8], pid: pid_t, operation: String, path: [UInt8]) -> String {
-        "Sandbox: \(escaped(process, space: true))(\(pid)) deny(1) \(escaped(Array(operation.utf8))) \(escaped(path))\n"
+    /// One denial line, newline included. `kind` names the refuser
+    /// (Sandbox, or DataProtection with the class and state as `trailer`).
+    static func line(process: [UInt8], pid: pid_t, operation: String, path: [UInt8], kind: String = "Sandbox",
+                     trailer: String = "") -> String {
+        "\(kind): \(escaped(process, space: true))(\(pid)) deny(1) \(escaped(Array(operation.utf8))) \(escaped(path))\(trailer)\n"
     }
 
     /// Bytes as log text (docs/rules.md, "The denial line"): a newline, a tab

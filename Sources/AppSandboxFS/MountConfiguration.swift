@@ -52,6 +52,10 @@ public struct MountConfiguration: Sendable {
     /// file system's own. Such mounts do not use passthrough: the driver
     /// counts every write.
     public var capacity: Int64?
+    /// The device around the container: its state, the container's default
+    /// class and the open handles (P1-P9). The command line keeps a
+    /// reference to change the state (`appsandboxfs lock`).
+    public var dataProtection = DataProtection(defaultClass: ProtectionClass.containerDefault, state: .unlocked)
 
     public init(backing: String, mountpoint: String, layout: ContainerLayout) {
         self.backing = backing

@@ -32,7 +32,9 @@ extension SandboxFileSystem {
             if flags.accessMode == O_WRONLY { openFlags = (openFlags & ~O_ACCMODE) | O_RDWR }
             openFlags &= ~O_APPEND
         }
+        var protection = ProtectionClass.none
         let opened = guarded(verdict, request, at: .node(node)) { () throws(Errno) in
+            protection = try openProtection(request, node: node)
             let fd = try node.withFD { (fd) throws(Errno) in
                 try charged(flags.truncates ? [fd] : []) { () throws(Errno) in try Backing.reopen(fd, flags: openFlags) }
             }
@@ -51,8 +53,11 @@ extension SandboxFileSystem {
         case .success(let fd):
             capacity?.opened(fd)
             // No release comes for a handle the kernel did not take.
-            if !reply.opened(FileHandle(rawValue: UInt64(fd)), options: openOptions(request, node: id, flags: flags, descriptor: fd)) {
+            let options = protectedOpen(fd, node: node, protection: protection, request: request,
+                                        options: openOptions(request, node: id, flags: flags, descriptor: fd))
+            if !reply.opened(FileHandle(rawValue: UInt64(fd)), options: options) {
                 capacity?.releasing(fd)
+                dataProtection.closed(fd)
                 Backing.close(fd)
             }
         case .failure(let error):
@@ -61,6 +66,7 @@ extension SandboxFileSystem {
     }
 
     public func read(_ request: Request, node: NodeID, handle: FileHandle, offset: off_t, size: Int, reply: consuming ReplyData) {
+        if let locked = handleDenial(request, handle: descriptor(handle), node: node) { reply.error(locked); return }
         reply.fromDescriptor(descriptor(handle), offset: offset, size: size)
     }
 
@@ -68,6 +74,7 @@ extension SandboxFileSystem {
                       reply: consuming ReplyWrite) {
         let node = nodes.node(id)
         send(guarded(.write(zone(of: node)), request, at: .node(node)) { () throws(Errno) in
+            if let locked = handleDenial(request, handle: descriptor(handle), node: id) { throw locked }
             // The bits go before the data, as the kernel removes them
             // (file_remove_privs) before it writes.
             if mustClearSetIDBits(request) { try Self.dropSetIDBits(descriptor(handle)) }
@@ -83,11 +90,13 @@ extension SandboxFileSystem {
 
     public func release(_ request: Request, node: NodeID, handle: FileHandle, flags: OpenFlags, reply: consuming ReplyStatus) {
         capacity?.releasing(descriptor(handle))
+        dataProtection.closed(descriptor(handle))
         Backing.close(descriptor(handle))
         reply.ok()
     }
 
     public func fsync(_ request: Request, node: NodeID, handle: FileHandle, dataOnly: Bool, reply: consuming ReplyStatus) {
+        if let locked = handleDenial(request, handle: descriptor(handle), node: node) { reply.error(locked); return }
         do {
             try Backing.fsync(descriptor(handle), dataOnly: dataOnly)
             reply.ok()
@@ -100,6 +109,7 @@ extension SandboxFileSystem {
                           reply: consuming ReplyStatus) {
         let node = nodes.node(id)
         send(guarded(.allocate(zone(of: node)), request, at: .node(node)) { () throws(Errno) in
+            if let locked = handleDenial(request, handle: descriptor(handle), node: id) { throw locked }
             if mustClearSetIDBits(request) { try Self.dropSetIDBits(descriptor(handle)) }
             try chargedAllocate(descriptor(handle), mode: mode, offset: offset, length: length) { () throws(Errno) in
                 try Backing.fallocate(descriptor(handle), mode: mode, offset: offset, length: length)
@@ -112,6 +122,8 @@ extension SandboxFileSystem {
                               length: Int, flags: UInt32, reply: consuming ReplyWrite) {
         let target = nodes.node(destination)
         send(guarded(.write(zone(of: target)), request, at: .node(target)) { () throws(Errno) in
+            if let locked = handleDenial(request, handle: descriptor(sourceHandle), node: source)
+                ?? handleDenial(request, handle: descriptor(destinationHandle), node: destination) { throw locked }
             if mustClearSetIDBits(request) { try Self.dropSetIDBits(descriptor(destinationHandle)) }
             return try chargedWrite(descriptor(destinationHandle), at: destinationOffset, length: length) { (allowed) throws(Errno) in
                 try Backing.copyFileRange(from: descriptor(sourceHandle), at: sourceOffset,

@@ -22,6 +22,7 @@ extension SandboxFileSystem {
         }
         var (node, attributes) = try lookupChild(parent, name)
         chargeAdded(node)
+        inheritClass(node, from: parent, kind: attributes.st_mode & S_IFMT)
         if chowned && Self.lostSetIDBits(requested: mode, now: attributes) {
             attributes = try node.withFD { (fd) throws(Errno) in
                 try Backing.chmod(fd, mode: mode & 0o7777)
@@ -60,7 +61,8 @@ extension SandboxFileSystem {
     public func mknod(_ request: Request, parent id: NodeID, name: FileName, mode: mode_t, device: dev_t, reply: consuming ReplyEntry) {
         let parent = nodes.node(id)
         send(guarded(.create(in: zone(of: parent)), request, at: .child(parent, name.cString)) { () throws(Errno) in
-            try makeEntry(request, parent: parent, name: name.cString, mode: mode) { () throws(Errno) in
+            if mode & S_IFMT == S_IFREG { _ = try createProtection(request, parent: parent, name: name.cString) }
+            return try makeEntry(request, parent: parent, name: name.cString, mode: mode) { () throws(Errno) in
                 try parent.withFD { (folder) throws(Errno) in try Backing.mknod(in: folder, name.cString, mode: mode, device: device) }
             }
         }, reply)
@@ -110,11 +112,13 @@ extension SandboxFileSystem {
                        reply: consuming ReplyCreate) {
         let parent = nodes.node(id)
         let made = guarded(.create(in: zone(of: parent)), request, at: .child(parent, name.cString)) { () throws(Errno) in
+            let protection = try createProtection(request, parent: parent, name: name.cString)
             let fd = try parent.withFD { (folder) throws(Errno) in
                 try charged(reserving: newEntrySpace, [folder]) { () throws(Errno) in
                     try Backing.create(in: folder, name.cString, flags: flags.rawValue, mode: mode)
                 }
             }
+            recordCreationClass(protection, on: fd)
             do throws(Errno) {
                 let chowned: Bool
                 do throws(Errno) { chowned = try giveToCaller(request, in: parent, name.cString) } catch {
@@ -126,19 +130,21 @@ extension SandboxFileSystem {
                     _ = try check(fchmod(fd, mode & 0o7777))
                     attributes = try node.withFD { (fd) throws(Errno) in try Backing.stat(fd) }
                 }
-                return (entry(for: node, stat: attributes), fd)
+                return (entry(for: node, stat: attributes), fd, protection)
             } catch {
                 Backing.close(fd)
                 throw error
             }
         }
         switch made {
-        case .success(let (entry, fd)):
+        case .success(let (entry, fd, protection)):
             capacity?.added(fd)
             capacity?.opened(fd)
-            let sent = reply.created(entry, handle: FileHandle(rawValue: UInt64(fd)),
-                                     options: openOptions(request, node: entry.node, flags: flags, descriptor: fd))
+            let options = protectedOpen(fd, node: nodes.node(entry.node), protection: protection, request: request,
+                                        options: openOptions(request, node: entry.node, flags: flags, descriptor: fd))
+            let sent = reply.created(entry, handle: FileHandle(rawValue: UInt64(fd)), options: options)
             if !sent {
+                dataProtection.closed(fd)
                 // No release will come for this handle, nor a forget for this lookup.
                 capacity?.releasing(fd)
                 Backing.close(fd)

@@ -38,6 +38,7 @@ extension SandboxFileSystem {
         let verdict = change.isEmpty || Self.isKernelTimeFlush(change, node: node)
             ? Verdict.allow : SandboxPolicy.decide(.setAttributes(zone(of: node), change))
         send(guarded(verdict, request, at: .node(node)) { () throws(Errno) in
+            if changes.size != nil, let locked = sizeChangeDenial(request, handle: handle, node: node) { throw locked }
             // An open handle is the better target: it works after chmod 0
             // and for files that were unlinked while open.
             let openFD = handle.map { Int32(truncatingIfNeeded: $0.rawValue) }

@@ -26,6 +26,7 @@ extension SandboxFileSystem {
             if strcmp(name.cString, Self.capabilityName) == 0 { node.hasNoCapability = false }
             // ext4 refuses user attributes on symbolic links.
             if node.isSymlink { throw .notPermitted }
+            if ProtectionXattrs.isProtectionName(visible) { return try setProtectionClass(request, node, name: visible, value: value, flags: flags) }
             try withCName(XattrNames.backingName(for: visible)) { (backing) throws(Errno) in
                 try node.withFD { (fd) throws(Errno) in
                     try charged(reserving: newEntrySpace, [fd]) { () throws(Errno) in try Backing.setxattr(fd, backing, value, flags: flags.rawValue) }
@@ -47,6 +48,7 @@ extension SandboxFileSystem {
         let visible = nameBytes(name.cString)
         if isSystemNamespace(visible) || strcmp(name.cString, Self.selinuxName) == 0 { reply.error(.notSupported); return }
         if node.isSymlink { reply.error(.noData); return }
+        if ProtectionXattrs.isProtectionName(visible) { getProtectionAttribute(node, name: visible, reply: reply); return }
         do {
             let capacity = reply.capacity
             let result: (Int, [UInt8]) = try withCName(XattrNames.backingName(for: visible)) { (backing) throws(Errno) in
@@ -102,7 +104,9 @@ extension SandboxFileSystem {
             }
             var list: [UInt8] = []
             for backing in raw.split(separator: 0, omittingEmptySubsequences: true) {
-                list += XattrNames.mountName(for: backing.map { UInt8(bitPattern: $0) })
+                let name = XattrNames.mountName(for: backing.map { UInt8(bitPattern: $0) })
+                if ProtectionXattrs.isHidden(mountName: name) { continue }
+                list += name
                 list.append(0)
             }
             if reply.capacity == 0 {
@@ -124,6 +128,7 @@ extension SandboxFileSystem {
             if isSystemNamespace(visible) { throw .notSupported }
             if privilegedNamespace(visible) && request.caller.uid != 0 { throw .notPermitted }
             if node.isSymlink { throw .noData }
+            if ProtectionXattrs.isProtectionName(visible) { return try removeProtectionClass(request, node, name: visible) }
             try withCName(XattrNames.backingName(for: visible)) { (backing) throws(Errno) in
                 try node.withFD { (fd) throws(Errno) in
                     try charged([fd]) { () throws(Errno) in try Backing.removexattr(fd, backing) }

@@ -53,6 +53,23 @@ public struct BackupReport: Sendable, Codable {
     /// as unflagged, a folder that could not be listed counts without its
     /// contents, an entry that could not be stat'ed not at all.
     public var problems: [WalkProblem] = []
+    /// Data protection (P1-P4): the container's default class and every
+    /// entry's class, in walk order.
+    public var protection = ProtectionSummary()
+
+    public struct ProtectionSummary: Sendable, Hashable, Codable {
+        /// The raw value of the container's default class.
+        public var defaultClass = ProtectionClass.containerDefault.rawValue
+        public var entries: [ProtectionEntry] = []
+    }
+
+    public struct ProtectionEntry: Sendable, Hashable, Codable {
+        public var path: String
+        /// NSFileProtectionComplete, ... (the raw value).
+        public var protection: String
+        /// Set explicitly (NSFileProtectionKey), rather than from its folder.
+        public var explicit: Bool
+    }
 
     public struct ExcludedTally: Sendable, Hashable, Codable {
         public var zone = Tally()
@@ -153,6 +170,7 @@ public struct BackupScan: Sendable {
         var builder = Builder(root: root, layout: layout, threshold: largeFileThreshold, listMembers: listMembers)
         var walk = ContainerWalk(root: root, layout: layout)
         try walk.run { builder.add($0) }
+        builder.report.protection.defaultClass = walk.defaultProtection.rawValue
         return builder.finish(rootFlags: walk.rootFlags, problems: walk.problems)
     }
 
@@ -211,6 +229,8 @@ public struct BackupScan: Sendable {
         mutating func add(_ entry: ContainerEntry) {
             let systemFolder = entry.zone.systemFolder
             let row = zoneIndex[systemFolder]!
+            report.protection.entries.append(.init(path: entry.displayPath, protection: entry.protection.protection.rawValue,
+                                                   explicit: entry.protection.explicit))
             report.zones[row].total.add(entry)
 
             // The top entry: the ancestor one level below the system folder.

@@ -117,6 +117,7 @@ public enum ContainerRestore {
                 }
             }
             try tidy(root, path: staging.path, layout: layout)
+            try restoreDefaultProtection(opening.defaultProtection, on: root, path: staging.path)
             beforePlacing(staging.path)
             var leftovers: Leftovers = []
             if let old {
@@ -134,6 +135,15 @@ public enum ContainerRestore {
             _ = staging.removeContainer()
             _ = staging.remove()
             throw error
+        }
+    }
+
+    /// P4, P9: the container's default class, from the archive's global
+    /// header, onto the new container's root (by its descriptor).
+    static func restoreDefaultProtection(_ value: String?, on root: OpenFolder, path: String) throws(Failure) {
+        guard let value, ProtectionClass(rawValue: value) != nil else { return }
+        do { try ProtectionXattrs.store(root.fd, ProtectionXattrs.containerDefaultName, value) } catch {
+            throw Failure("\(path): cannot record the default protection class: \(error)")
         }
     }
 

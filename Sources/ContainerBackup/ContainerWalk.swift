@@ -29,6 +29,8 @@ public struct ContainerEntry: Sendable {
     public var flags: FlagReading
     /// Why it is not in a backup; nil when it is.
     public var exclusion: ExclusionReason?
+    /// Its data protection class (P1).
+    public var protection = ProtectionReading(protection: .containerDefault, explicit: false)
 
     public var isBackedUp: Bool { exclusion == nil }
     /// How many names below the root: 1 for `Documents`.
@@ -67,6 +69,8 @@ public struct ContainerWalk {
     public private(set) var rootFlags = FlagReading.none
     /// What could not be read.
     public private(set) var problems: [WalkProblem] = []
+    /// The container's default protection class (P4).
+    public private(set) var defaultProtection = ProtectionClass.containerDefault
 
     public init(root: String, layout: ContainerLayout) {
         self.root = root
@@ -85,6 +89,7 @@ public struct ContainerWalk {
             rootFlags = .none
             problems.append(WalkProblem(path: ".", error: "cannot read its flags: \(error)"))
         }
+        defaultProtection = ProtectionReading.containerDefault(folder.fd)
         walk(folder, components: [], zone: .root, belowFlag: rootFlags.excludes,
              device: folder.status.st_dev, visit)
     }
@@ -125,8 +130,9 @@ public struct ContainerWalk {
                 else if flags.excludes { .flag }
                 else if kind == .socket { .socket }
                 else { nil }
+            let protection = ProtectionReading.of(name, kind: kind, zone: childZone, in: folder.fd, default: defaultProtection)
             visit(ContainerEntry(components: path, kind: kind, size: kind == .file ? Int64(status.st_size) : 0,
-                                 zone: childZone, flags: flags, exclusion: exclusion))
+                                 zone: childZone, flags: flags, exclusion: exclusion, protection: protection))
             guard kind == .folder else { continue }
             guard status.st_dev == device else {
                 problem(path, "on another file system (a mount point): its contents are left out")

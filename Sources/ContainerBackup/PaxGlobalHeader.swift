@@ -10,6 +10,9 @@
 public enum PaxGlobalHeader {
     public static let blockSize = 512
     public static let appNameKeyword = "APPSANDBOXFS.appname"
+    /// The container's default protection class (P4, P9): it lives on the
+    /// backing root, which is no member of the archive.
+    public static let defaultProtectionKeyword = "APPSANDBOXFS.protection.default"
 
     /// The header blocks for `records` (keyword, value), in order.
     public static func encode(_ records: [(String, String)]) -> [UInt8] {

@@ -40,7 +40,7 @@ public enum TarArchive {
     /// file changed while it was read (exit status 1: the archive is complete
     /// but that file may be inconsistent).
     public static func create(root: String, members: [RawName], memberSizes: [Int64], appName: String,
-                              to output: Int32, progress: (Progress) -> Void = { _ in }) throws(Failure) -> Bool {
+                              defaultProtection: String? = nil, to output: Int32, progress: (Progress) -> Void = { _ in }) throws(Failure) -> Bool {
         // A reader of a piped archive may go away: writing must then fail
         // with EPIPE rather than end this process.
         signal(SIGPIPE, SIG_IGN)
@@ -56,7 +56,8 @@ public enum TarArchive {
         let expected = memberSizes.reduce(0, +) + Int64(members.count) * 1792 + 1024
         var written: Int64 = 0
         do {
-            let header = PaxGlobalHeader.encode([(PaxGlobalHeader.appNameKeyword, appName)])
+            let header = PaxGlobalHeader.encode([(PaxGlobalHeader.appNameKeyword, appName)]
+                + (defaultProtection.map { [(PaxGlobalHeader.defaultProtectionKeyword, $0)] } ?? []))
             try writeAll(output, header)
             written += Int64(header.count)
         } catch {
@@ -134,6 +135,7 @@ public enum TarArchive {
 
         /// The app the backup came from, if the archive says.
         public var appName: String? { records[PaxGlobalHeader.appNameKeyword] }
+        public var defaultProtection: String? { records[PaxGlobalHeader.defaultProtectionKeyword] }
     }
 
     /// Reads the start of an archive for its global header.

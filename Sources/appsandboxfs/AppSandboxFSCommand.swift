@@ -21,5 +21,6 @@ struct AppSandboxFSCommand: ParsableCommand {
         version: Version.description,
         subcommands: [InitCommand.self, MountCommand.self, UnmountCommand.self, DeliverCommand.self,
                       BackupReportCommand.self, PurgeCommand.self, BackupCommand.self, RestoreCommand.self,
-                      EnvCommand.self, RunCommand.self, StatusCommand.self, UpdateCommand.self])
+                      EnvCommand.self, RunCommand.self, StatusCommand.self, UpdateCommand.self,
+                      LockCommand.self, UnlockCommand.self, RebootCommand.self])
 }

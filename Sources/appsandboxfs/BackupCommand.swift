@@ -73,7 +73,8 @@ struct BackupCommand: ParsableCommand {
         let changed: Bool
         do {
             changed = try TarArchive.create(root: argument.backing, members: scan.members, memberSizes: scan.memberSizes,
-                                            appName: layout.appName, to: output) { progress?.update($0) }
+                                            appName: layout.appName, defaultProtection: scan.report.protection.defaultClass,
+                                            to: output) { progress?.update($0) }
         } catch {
             progress?.finish()
             throw Failure("\(archivePath): \(error)")

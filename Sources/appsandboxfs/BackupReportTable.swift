@@ -1,5 +1,6 @@
 import ContainerBackup
 import Foundation
+import SandboxPolicy
 
 /// The report for people: a few aligned tables.
 struct BackupReportTable {
@@ -49,6 +50,7 @@ struct BackupReportTable {
         }
         lines.append("")
 
+        lines += protectionLines()
         if report.findings.isEmpty {
             lines.append("No findings.")
         } else {
@@ -63,6 +65,30 @@ struct BackupReportTable {
             for problem in report.problems { lines.append("  \(problem.path): \(problem.error)") }
         }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Data protection: entries per class, then each entry whose class is
+    /// not the container's default (every entry's class is in --json).
+    func protectionLines() -> [String] {
+        let summary = report.protection
+        var lines = ["Protection classes (container default \(summary.defaultClass))"]
+        var rows = [["class", "entries"]]
+        for protection in ProtectionClass.allCases {
+            let count = summary.entries.filter { $0.protection == protection.rawValue }.count
+            if count > 0 { rows.append([protection.rawValue, "\(count)"]) }
+        }
+        lines += table(rows, right: [1])
+        let others = summary.entries.filter {
+            $0.protection != summary.defaultClass && !$0.path.hasPrefix(report.appName + ".app")
+        }
+        if !others.isEmpty {
+            lines.append("Not in the default class (\(others.count))")
+            rows = [["path", "class", "set"]]
+            for entry in others { rows.append([entry.path, entry.protection, entry.explicit ? "explicitly" : "from its folder"]) }
+            lines += table(rows, right: [])
+        }
+        lines.append("")
+        return lines
     }
 
     func why(_ exclusion: BackupReport.Exclusion) -> String {

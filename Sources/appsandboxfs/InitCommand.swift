@@ -21,10 +21,14 @@ struct InitCommand: ParsableCommand {
     @Option(help: "A bundle folder whose contents are copied into NAME.app.")
     var bundleFrom: String?
 
+    @Option(help: "The container's default data protection class (P4), e.g. NSFileProtectionComplete. Default: NSFileProtectionCompleteUntilFirstUserAuthentication.")
+    var protection: String?
+
     func validate() throws {
         if let problem = ContainerLayout.problemWithAppName(appName) {
             throw Failure("app name \"\(appName)\": \(problem)")
         }
+        if let protection { _ = try ProtectionArguments.protectionClass(protection) }
     }
 
     func run() throws {
@@ -39,6 +43,7 @@ struct InitCommand: ParsableCommand {
         }
         do {
             try container.create(bundleFrom: bundleFrom.map(absolutePath))
+            if let protection { try container.setDefaultProtectionClass(try ProtectionArguments.protectionClass(protection)) }
         } catch {
             throw Failure("\(error)")
         }

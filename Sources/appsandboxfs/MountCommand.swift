@@ -86,6 +86,9 @@ struct MountCommand: ParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Keep the kernel's page cache of a file across opens.")
     var keepCache = true
 
+    @Option(help: "The device state the mount starts in (P5): unlocked, locked (no grace) or before-first-unlock.")
+    var deviceState: String = "unlocked"
+
     @Option(help: "Worker threads serving requests.")
     var threads: Int = 10
 
@@ -127,6 +130,7 @@ struct MountCommand: ParsableCommand {
         let layout = ContainerLayout(appName: name)
         let container = Container(backing: backingPath, layout: layout)
         let bundlePath = bundle
+        let startState = try ProtectionArguments.deviceState(deviceState)
         if readyFD == nil {
             // Checks first (L1): nothing is changed when one fails.
             if recover && MountTable.isStale(mountPath) {
@@ -167,6 +171,7 @@ struct MountCommand: ParsableCommand {
         configuration.killPrivV2 = killPrivV2
         configuration.keepCache = keepCache
         configuration.capacity = capacity?.bytes
+        configuration.dataProtection = DataProtection(defaultClass: container.defaultProtectionClass(), state: startState)
 
         // A background driver without --log has no standard error to speak to.
         let toSyslog = readyFD != nil && log == nil
@@ -219,12 +224,15 @@ struct MountCommand: ParsableCommand {
         }
         // For `appsandboxfs status`: this driver's pid and options.
         let statusRecord = StatusFile.publish(for: self, backing: backingPath, mountpoint: mountPath, appName: name,
-                                              passthrough: configuration.usesPassthrough)
+                                              passthrough: configuration.usesPassthrough, deviceState: startState.rawValue)
         logger.info("appsandboxfs \(Version.description): serving \(backingPath) at \(mountPath) as \(name) (pid \(getpid()), passthrough \(session.passthroughGranted ? "on" : "off"))")
+        // For `appsandboxfs lock|unlock|reboot`.
+        let controlSocket = DeviceControl.serve(configuration.dataProtection, record: statusRecord)
         Daemon.reportReady(readyFD: readyFD)
         let status = session.run(maxThreads: configuration.maxThreads)
         if status != 0 { logger.error("\(mountPath): reading /dev/fuse failed: \(String(cString: strerror(-status)))") }
         statusRecord?.remove()
+        if let controlSocket { unlink(controlSocket) }
         // T2: the mount is gone (unmounted, SIGTERM or SIGINT): empty tmp,
         // from the root descriptor opened at mount. `unmount` waits for this
         // process to exit.

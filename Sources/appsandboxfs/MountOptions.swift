@@ -17,7 +17,7 @@ struct MountOptions: Equatable {
     static let valued: [String: String] = [
         "app_name": "--app-name", "bundle": "--bundle", "denial_log": "--denial-log", "log": "--log",
         "log_level": "--log-level", "cache_timeout": "--cache-timeout", "threads": "--threads",
-        "capacity": "--capacity",
+        "capacity": "--capacity", "device_state": "--device-state",
     ]
     /// The names without a value.
     static let switches: Set<String> = [
@@ -66,6 +66,8 @@ struct MountOptions: Equatable {
             guard let count = Int(value), count > 0 else { throw ValidationError("-o threads=\(value): not a positive number") }
         case "capacity":
             guard ByteSize(argument: value) != nil else { throw ValidationError("-o capacity=\(value): not a size (bytes, or with K, M, G or T)") }
+        case "device_state":
+            _ = try ProtectionArguments.deviceState(value)
         case "log_level":
             guard LogLevelName(rawValue: value) != nil else {
                 throw ValidationError("-o log_level=\(value): one of \(LogLevelName.allCases.map(\.rawValue).joined(separator: ", "))")
@@ -92,6 +94,7 @@ extension MountCommand {
         if let seconds = parsed.value("cache_timeout").flatMap(Double.init) { cacheTimeout = seconds }
         if let count = parsed.value("threads").flatMap(Int.init) { threads = count }
         capacity = capacity ?? parsed.value("capacity").flatMap(ByteSize.init(argument:))
+        if let state = parsed.value("device_state"), deviceState == "unlocked" { deviceState = state }
         if parsed.has("keep_tmp") { keepTmp = true }
         if parsed.has("create") { create = true }
         if parsed.has("recover") { recover = true }
@@ -118,6 +121,7 @@ extension MountCommand {
         if cacheTimeout != 86400 { words += ["--cache-timeout", formatSeconds(cacheTimeout)] }
         if threads != 10 { words += ["--threads", String(threads)] }
         if let capacity { words += ["--capacity", String(capacity.bytes)] }
+        if deviceState != "unlocked" { words += ["--device-state", deviceState] }
         if keepTmp { words.append("--keep-tmp") }
         if create { words.append("--create") }
         if recover { words.append("--recover") }

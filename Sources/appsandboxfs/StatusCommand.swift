@@ -76,9 +76,11 @@ struct StatusEntry: Encodable {
     var options: MountRecord.Options?
     /// The disk of a `--capacity` mount (Q4), nil for other mounts.
     var capacity: CapacityUse? = nil
+    /// The device state (P5), nil when the driver left no record.
+    var deviceState: String? = nil
 
     enum CodingKeys: String, CodingKey {
-        case mountpoint, backing, appName, pid, state, started, mountOptions, options, capacity
+        case mountpoint, backing, appName, pid, state, started, mountOptions, options, capacity, deviceState
     }
 
     /// Every key always, null when unknown: a stable shape for tools.
@@ -93,6 +95,7 @@ struct StatusEntry: Encodable {
         try container.encode(mountOptions, forKey: .mountOptions)
         try container.encode(options, forKey: .options)
         try container.encode(capacity, forKey: .capacity)
+        try container.encode(deviceState, forKey: .deviceState)
     }
 
     /// The mount table's container mounts matched with the drivers'
@@ -113,12 +116,14 @@ struct StatusEntry: Encodable {
                 mountpoint: mount.mountpoint, backing: mount.source, appName: found?.record.appName,
                 pid: found?.record.pid, state: alive ? .mounted : .stale, started: found?.record.started,
                 mountOptions: mount.options.joined(separator: ","), options: found?.record.options,
-                capacity: alive ? found?.record.options.capacity.flatMap { CapacityUse.measure(mount.mountpoint, size: $0) } : nil))
+                capacity: alive ? found?.record.options.capacity.flatMap { CapacityUse.measure(mount.mountpoint, size: $0) } : nil,
+                deviceState: found?.record.deviceState))
         }
         for (record, alive) in records {
             entries.append(StatusEntry(
                 mountpoint: record.mountpoint, backing: record.backing, appName: record.appName, pid: record.pid,
-                state: alive ? .unlisted : .gone, started: record.started, mountOptions: nil, options: record.options))
+                state: alive ? .unlisted : .gone, started: record.started, mountOptions: nil, options: record.options,
+                deviceState: record.deviceState))
         }
         return entries
     }

@@ -32,6 +32,9 @@ struct MountRecord: Codable, Equatable {
     var device: UInt64?
     /// The driver's `appsandboxfs --version`.
     var version: String?
+    /// The device state (P5: unlocked, locked, before-first-unlock), kept
+    /// up to date by the driver; nil in records of older drivers.
+    var deviceState: String?
 
     /// The options the driver was started with (defaults included).
     struct Options: Codable, Equatable {
@@ -101,17 +104,25 @@ enum StatusFile {
     }
 
     /// The driver's own record, removed by `remove()` at exit.
-    struct Published {
+    struct Published: Sendable {
         let folder: StateFolder
         let name: String
         func remove() { folder.remove(name) }
+
+        /// Rewrites the record with a new device state (`appsandboxfs lock`).
+        func update(deviceState: String) {
+            guard let data = folder.read(name),
+                  var record = try? JSONDecoder().decode(MountRecord.self, from: Data(data)) else { return }
+            record.deviceState = deviceState
+            try? folder.write(name, Array(JSONOutput.data(record)))
+        }
     }
 
     /// Called by the driver once its mount is ready. Never fails the mount:
     /// when the record cannot be written, `status` shows the mount without
     /// a pid, and a warning says why.
     static func publish(for command: MountCommand, backing: String, mountpoint: String, appName: String,
-                        passthrough: Bool) -> Published? {
+                        passthrough: Bool, deviceState: String) -> Published? {
         let pid = getpid()
         let options = MountRecord.Options(
             bundle: command.bundle.map(absolutePath), keepTmp: command.keepTmp,
@@ -125,7 +136,8 @@ enum StatusFile {
         let device = MountTable.entry(at: mountpoint)?.deviceNumber
         let record = MountRecord(
             pid: pid, processStart: processStartTime(pid) ?? 0, mountpoint: mountpoint, backing: backing,
-            appName: appName, started: iso8601(Date()), options: options, device: device, version: Version.description)
+            appName: appName, started: iso8601(Date()), options: options, device: device, version: Version.description,
+            deviceState: deviceState)
         let path = directory
         do {
             let folder = try StateFolder(path, create: true)
@@ -174,6 +186,7 @@ enum StatusFile {
     private static func pruneDeadRecords(in folder: StateFolder) {
         for (record, alive) in records(in: folder) where !alive {
             folder.remove("\(record.pid).json")
+            folder.remove("\(record.pid).control")
         }
     }
 

@@ -243,7 +243,7 @@ struct BackupReportTests {
         let data = try encoder.encode(try c.scan().report)
         let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         #expect(Set(object.keys) == ["schema", "container", "appName", "largeFileThreshold", "backup", "excluded",
-                                     "zones", "topEntries", "exclusions", "findings", "problems"])
+                                     "zones", "topEntries", "exclusions", "findings", "problems", "protection"])
         #expect(object["schema"] as? String == "appsandboxfs.backup-report/1")
         let backup = try #require(object["backup"] as? [String: Any])
         #expect(Set(backup.keys) == ["entries", "files", "folders", "symlinks", "others", "bytes"])

@@ -13,8 +13,8 @@ struct EcosystemCommandLineTests {
     @Test("Every verb's --help has an Examples: section whose lines run that verb")
     func helpHasExamples() throws {
         let model = try CommandLineModel.load()
-        #expect(model.verbs.map(\.name).sorted() == ["backup", "backup-report", "deliver", "env", "init", "mount", "purge",
-                                                     "restore", "run", "status", "unmount", "update"])
+        #expect(model.verbs.map(\.name).sorted() == ["backup", "backup-report", "deliver", "env", "init", "lock", "mount", "purge",
+                                                     "reboot", "restore", "run", "status", "unlock", "unmount", "update"])
         for verb in model.verbs {
             let help = runProcess([Binaries.appsandboxfs, verb.name, "--help"])
             #expect(help.status == 0)

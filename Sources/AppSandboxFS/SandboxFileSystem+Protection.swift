@@ -1,0 +1,159 @@
+import BackingStore
+import FuseKit
+import Glibc
+import SandboxPolicy
+import SystemPackage
+
+// Data protection (P1-P9): what each handler asks before it touches content.
+// The handlers call these in a line or two; the decisions come from
+// `ProtectionPolicy` (SandboxPolicy/ProtectionTable.swift), the device state
+// and open handles from `DataProtection`.
+extension SandboxFileSystem {
+    var dataProtection: DataProtection { configuration.dataProtection }
+
+    // MARK: Classes
+
+    /// A node's class (P1): the one set explicitly, else the one it got at
+    /// creation (P3), else the container's default (P4). The bundle is class D.
+    ///
+    /// The class at creation is stored only when it differs from the
+    /// default, so a container whose classes nobody sets keeps a backing
+    /// tree with no attribute of the driver's, and an open costs two
+    /// getxattr calls and no walk up the tree. An entry made in the backing
+    /// directory directly has the default class.
+    func protectionClass(of node: Node) -> ProtectionClass {
+        switch zone(of: node) {
+        case .bundle, .bundleFolder: return .none
+        default: break
+        }
+        if !node.isSymlink, let stored = try? node.withFD({ (fd) throws(Errno) in Self.storedClass(fd) }) {
+            return stored
+        }
+        return dataProtection.defaultClass
+    }
+
+    /// The class stored on a file: explicit first, then the one from its creation.
+    static func storedClass(_ fd: Int32) -> ProtectionClass? {
+        for name in [ProtectionXattrs.explicitName, ProtectionXattrs.atCreationName] {
+            if let value = ProtectionXattrs.stored(fd, name), let stored = ProtectionClass(attributeValue: value) {
+                return stored
+            }
+        }
+        return nil
+    }
+
+    /// P3: a new regular file or folder keeps the class it got from its
+    /// folder, so that a later change of the folder's class leaves it as it
+    /// is. (ext4 keeps user attributes on files and folders only.)
+    func recordCreationClass(_ protection: ProtectionClass, on fd: Int32) {
+        guard protection != dataProtection.defaultClass else { return }
+        try? ProtectionXattrs.store(fd, ProtectionXattrs.atCreationName, protection.rawValue)
+    }
+
+    /// The same for an entry made by mkdir or mknod, once looked up.
+    func inheritClass(_ node: Node, from parent: Node, kind: mode_t) {
+        let folderZone = zone(of: parent)
+        guard kind == S_IFREG || kind == S_IFDIR, folderZone != .bundle, folderZone != .bundleFolder else { return }
+        let protection = protectionClass(of: parent)
+        try? node.withFD { (fd) throws(Errno) in recordCreationClass(protection, on: fd) }
+    }
+
+    // MARK: Checks
+
+    /// Whether `operation` on an entry of class `protection` may go ahead
+    /// now; on a refusal, logs the `DataProtection:` line (P8) and answers EPERM.
+    func protectionDenial(_ operation: ProtectionOperation, _ protection: ProtectionClass, _ request: Request,
+                          at place: Place) -> Errno? {
+        let state = dataProtection.keyState()
+        if ProtectionPolicy.allows(operation, protection, in: state) { return nil }
+        denials.recordDataProtection(pid: request.caller.pid, operation: operation.logName, path: mountPath(place),
+                                     protection: protection, state: state.deviceState)
+        return .notPermitted
+    }
+
+    /// Content I/O through an open handle (read, write, fsync, fallocate,
+    /// copy_file_range, ftruncate).
+    func handleDenial(_ request: Request, handle fd: Int32, node id: NodeID) -> Errno? {
+        guard let protection = dataProtection.protection(ofHandle: fd) else { return nil }
+        return protectionDenial(.descriptorIO, protection, request, at: .node(nodes.node(id)))
+    }
+
+    /// Opening an existing file: its class, or the refusal.
+    func openProtection(_ request: Request, node: Node) throws(Errno) -> ProtectionClass {
+        let protection = protectionClass(of: node)
+        if let denied = protectionDenial(.open, protection, request, at: .node(node)) { throw denied }
+        return protection
+    }
+
+    /// Creating a regular file in `parent`: the class it will have, or the refusal.
+    func createProtection(_ request: Request, parent: Node, name: UnsafePointer<CChar>) throws(Errno) -> ProtectionClass {
+        let protection = protectionClass(of: parent)
+        if let denied = protectionDenial(.create, protection, request, at: .child(parent, name)) { throw denied }
+        return protection
+    }
+
+    /// A setattr of the size: through the handle (ftruncate) it is I/O on
+    /// it; by path (truncate) it is an open in disguise.
+    func sizeChangeDenial(_ request: Request, handle: FileHandle?, node: Node) -> Errno? {
+        if let handle { return handleDenial(request, handle: descriptor(handle), node: node.id) }
+        return protectionDenial(.truncate, protectionClass(of: node), request, at: .node(node))
+    }
+
+    // MARK: Open handles
+
+    /// Registers a new handle and chooses how the kernel does its I/O. Class
+    /// A handles must be revocable at lock, so they get plain requests with
+    /// direct I/O (no passthrough, no page cache serving reads the driver
+    /// never sees). The one exception: while the file has passthrough
+    /// handles open (it was another class when they were opened), the kernel
+    /// refuses a plain open, so this one is passthrough too (docs/protection.md).
+    func protectedOpen(_ fd: Int32, node: Node, protection: ProtectionClass, request: Request,
+                       options: OpenOptions) -> OpenOptions {
+        dataProtection.opened(fd, key: node.key, protection: protection)
+        guard protection == .complete else { return options }
+        var options = options
+        if options.backingDescriptor != nil && request.hasPassthroughHandles(node.id) { return options }
+        options.backingDescriptor = nil
+        options.directIO = true
+        options.keepCache = false
+        return options
+    }
+
+    // MARK: The NSFileProtectionKey attribute (P2)
+
+    /// getxattr: always the entry's class; the driver's own names are absent.
+    func getProtectionAttribute(_ node: Node, name: [UInt8], reply: consuming ReplyXattr) {
+        guard name.elementsEqual(ProtectionXattrs.mountName.utf8) else { reply.error(.noData); return }
+        let value = Array(protectionClass(of: node).rawValue.utf8)
+        if reply.capacity == 0 {
+            reply.size(value.count)
+        } else if reply.capacity < value.count {
+            reply.error(.outOfRange)
+        } else {
+            reply.value(value[...])
+        }
+    }
+
+    /// setxattr: one of the four raw values (else EINVAL), refused while the
+    /// entry's current class is unavailable. Zone rules were applied before.
+    func setProtectionClass(_ request: Request, _ node: Node, name: [UInt8], value: UnsafeRawBufferPointer,
+                            flags: XattrFlags) throws(Errno) {
+        guard name.elementsEqual(ProtectionXattrs.mountName.utf8) else { throw .notPermitted }
+        guard let protection = ProtectionClass(attributeValue: value) else { throw .invalidArgument }
+        if let denied = protectionDenial(.setClass, protectionClass(of: node), request, at: .node(node)) { throw denied }
+        try node.withFD { (fd) throws(Errno) in
+            try Backing.setxattr(fd, ProtectionXattrs.explicitName, value, flags: flags.rawValue)
+        }
+        dataProtection.classChanged(node.key, to: protection)
+    }
+
+    /// removexattr: drops the explicit class; the entry goes back to the one
+    /// it got at creation (P2, P3).
+    func removeProtectionClass(_ request: Request, _ node: Node, name: [UInt8]) throws(Errno) {
+        guard name.elementsEqual(ProtectionXattrs.mountName.utf8) else { throw .notPermitted }
+        if let denied = protectionDenial(.setClass, protectionClass(of: node), request, at: .node(node)) { throw denied }
+        try node.withFD { (fd) throws(Errno) in try Backing.removexattr(fd, ProtectionXattrs.explicitName) }
+        dataProtection.classChanged(node.key, to: protectionClass(of: node))
+    }
+}
+

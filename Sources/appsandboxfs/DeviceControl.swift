@@ -1,0 +1,166 @@
+import MountInfo
+import AppSandboxFS
+import Foundation
+import Glibc
+import SandboxPolicy
+
+/// How `appsandboxfs lock|unlock|reboot MOUNTPOINT` reach the driver of a
+/// mount: a Unix socket beside its status record, `<state dir>/<pid>.control`,
+/// mode 0600 (in /run/appsandboxfs for root: root's only), and the caller's
+/// uid checked again through SO_PEERCRED (root or the driver's own user).
+///
+/// One request per connection, one line each way:
+///   `lock SECONDS` | `unlock` | `reboot`  ->  `ok STATE` | `error MESSAGE`
+/// The driver answers once the new state is in force: every operation that
+/// starts after the answer sees it.
+enum DeviceControl {
+    static func socketPath(pid: Int32) -> String { StatusFile.directory + "/\(pid).control" }
+
+    // MARK: The driver's side
+
+    /// Starts serving on a thread of its own. Returns the socket's path, or
+    /// nil (with a warning) when it cannot be made.
+    static func serve(_ protection: DataProtection, record: StatusFile.Published?) -> String? {
+        let path = socketPath(pid: getpid())
+        unlink(path)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0, var address = socketAddress(path) else {
+            FileHandleless.warn("\(path): cannot make the control socket (appsandboxfs lock/unlock/reboot will not reach this mount)")
+            if fd >= 0 { close(fd) }
+            return nil
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard bound == 0, chmod(path, 0o600) == 0, listen(fd, 16) == 0 else {
+            FileHandleless.warn("\(path): cannot make the control socket: \(String(cString: strerror(errno))) (appsandboxfs lock/unlock/reboot will not reach this mount)")
+            close(fd)
+            return nil
+        }
+        let owner = geteuid()
+        Thread.detachNewThread {
+            while true {
+                let client = accept(fd, nil, nil)
+                if client < 0 {
+                    if errno == EINTR || errno == ECONNABORTED { continue }
+                    return
+                }
+                answer(client, protection: protection, record: record, owner: owner)
+                close(client)
+            }
+        }
+        return path
+    }
+
+    private static func answer(_ client: Int32, protection: DataProtection, record: StatusFile.Published?, owner: uid_t) {
+        var credentials = PeerCredentials()
+        var length = socklen_t(MemoryLayout<PeerCredentials>.size)
+        guard getsockopt(client, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0,
+              credentials.uid == 0 || credentials.uid == owner else {
+            reply(client, "error only root or the driver's own user may change the device state")
+            return
+        }
+        setTimeout(client, seconds: 5)
+        guard let line = readLine(client) else { return }
+        let words = line.split(separator: " ")
+        do {
+            switch (words.first, words.count) {
+            case ("lock", 2):
+                guard let grace = Double(words[1]), grace >= 0, grace.isFinite else {
+                    reply(client, "error grace \(words[1]): not a number of seconds (0 or more)")
+                    return
+                }
+                try protection.lock(grace: grace)
+            case ("unlock", 1): protection.unlock()
+            case ("reboot", 1): protection.reboot()
+            case ("state", 1): break
+            default:
+                reply(client, "error unknown request \(line)")
+                return
+            }
+        } catch {
+            reply(client, "error \(error)")
+            return
+        }
+        let state = protection.deviceState.rawValue
+        record?.update(deviceState: state)
+        reply(client, "ok \(state)")
+    }
+
+    // MARK: The verbs' side
+
+    /// Sends one request to the driver of the mount at `mountpoint` and
+    /// returns the state it answered. Throws a one-line Failure.
+    static func send(_ request: String, to mountpoint: String) throws -> String {
+        guard MountTable.entry(at: mountpoint)?.fsType == MountTable.containerType,
+              let record = StatusFile.records().first(where: { $0.record.mountpoint == mountpoint && $0.alive })?.record else {
+            throw Failure("\(mountpoint): not a mounted container")
+        }
+        let path = socketPath(pid: record.pid)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0, var address = socketAddress(path) else { throw Failure("\(path): cannot reach the driver") }
+        defer { close(fd) }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard connected == 0 else {
+            throw Failure("\(mountpoint): cannot reach its driver (pid \(record.pid)) at \(path): \(String(cString: strerror(errno)))")
+        }
+        setTimeout(fd, seconds: 10)
+        reply(fd, request)
+        guard let answer = readLine(fd) else { throw Failure("\(mountpoint): the driver (pid \(record.pid)) did not answer") }
+        if answer.hasPrefix("ok ") { return String(answer.dropFirst(3)) }
+        throw Failure("\(mountpoint): " + (answer.hasPrefix("error ") ? String(answer.dropFirst(6)) : answer))
+    }
+
+    // MARK: Plumbing
+
+    /// struct ucred (SO_PEERCRED), which Glibc's module does not export.
+    private struct PeerCredentials {
+        var pid: pid_t = 0
+        var uid: uid_t = 0
+        var gid: gid_t = 0
+    }
+
+    private static func socketAddress(_ path: String) -> sockaddr_un? {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return nil }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        return address
+    }
+
+    private static func setTimeout(_ fd: Int32, seconds: Int) {
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+        _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    private static func reply(_ fd: Int32, _ line: String) {
+        let bytes = Array((line + "\n").utf8)
+        var sent = 0
+        while sent < bytes.count {
+            let count = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if count <= 0 { if errno == EINTR { continue }; return }
+            sent += count
+        }
+    }
+
+    /// One line, up to 4 KiB, without its newline.
+    private static func readLine(_ fd: Int32) -> String? {
+        var bytes: [UInt8] = []
+        var byte: UInt8 = 0
+        while bytes.count < 4096 {
+            let count = recv(fd, &byte, 1, 0)
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self) }
+            if byte == UInt8(ascii: "\n") { break }
+            bytes.append(byte)
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
