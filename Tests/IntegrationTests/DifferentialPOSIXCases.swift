@@ -774,6 +774,33 @@ extension POSIXCases {
             fstat 1 nlink             => ok nlink=1
             readdir .                 => ok . .. d n0
             """#),
+        // pjdfstest checks this (rename/22.t) only where it knows the file
+        // system updates ctime on rename (ext4, UFS, ZFS) and skips it on a
+        // FUSE mount; the backing ext4 does, so the mount must too.
+        POSIXCase("rename_updates_ctime_of_entry_and_both_folders", #"""
+            mkdir src
+            mkdir dst
+            open 1 src/f creat|wronly
+            mkdir src/d
+            stamp f src/f
+            stamp d src/d
+            stamp s src
+            stamp t dst
+            sleep 30
+            rename src/f dst/f        => ok
+            since f dst/f             => ok atime=same mtime=same ctime=later
+            since s src               => ok atime=same mtime=later ctime=later
+            since t dst               => ok atime=same mtime=later ctime=later
+            stamp t2 dst
+            sleep 30
+            rename src/d dst/d        => ok
+            since d dst/d
+            since t2 dst              => ok atime=same mtime=later ctime=later
+            stamp f2 dst/f
+            sleep 30
+            rename dst/f dst/g        => ok
+            since f2 dst/g            => ok atime=same mtime=same ctime=later
+            """#),
     ]
 }
 
