@@ -103,6 +103,21 @@ extension POSIXCases {
 
 extension POSIXCases {
     static let attributes: [POSIXCase] = [
+        // The kernel forwards chown(f, -1, -1) as a setattr with nothing in
+        // it; ext4 still updates the ctime (pjdfstest chown/00.t, where
+        // POSIX allows either), so the mount must too.
+        POSIXCase("chown_minus_one_updates_ctime_only", #"""
+            open 1 f creat
+            mkdir d
+            stamp f f
+            stamp d d
+            sleep 30
+            chown f -1 -1             => ok
+            since f f                 => ok atime=same mtime=same ctime=later
+            chown d -1 -1             => ok
+            since d d                 => ok atime=same mtime=same ctime=later
+            stat f uid gid            => ok uid=0 gid=0
+            """#),
         POSIXCase("chmod_all_mode_bits", #"""
             open 1 f creat
             chmod f 0                 => ok
