@@ -22,7 +22,7 @@ let package = Package(
                        providers: [.apt(["libfuse3-dev"])]),
         // The Swift face of libfuse: knows nothing of iOS.
         .target(name: "FuseKit", dependencies: [
-            "CFuse",
+            "CFuse", "CLinux",
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         // Zones, rules, decisions: no FUSE, no I/O.
@@ -57,6 +57,11 @@ let package = Package(
         // them as another user (setpriv) and compare two directories.
         .executableTarget(name: "fsprobe", path: "Tests/fsprobe"),
         .testTarget(name: "SandboxPolicyTests", dependencies: ["SandboxPolicy"]),
+        // The node tree and the descriptor cache's slots, without FUSE.
+        .testTarget(name: "AppSandboxFSTests", dependencies: [
+            "AppSandboxFS", "BackingStore", "SandboxPolicy", "FuseKit",
+            .product(name: "SystemPackage", package: "swift-system"),
+        ]),
         .testTarget(name: "ContainerBackupTests", dependencies: ["ContainerBackup", "BackingStore"]),
         .testTarget(name: "IntegrationTests", dependencies: [
             "appsandboxfs", "fsprobe",

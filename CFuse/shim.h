@@ -81,6 +81,8 @@ static const int cfuse_SET_ATTR_CTIME = FUSE_SET_ATTR_CTIME;
 #define CFUSE_HANDLE_KILLPRIV_V2 (1u << 28)
 /// FUSE_PASSTHROUGH is bit 37 of the 64-bit flags: bit 5 of flags2.
 #define CFUSE_PASSTHROUGH_FLAGS2 (1u << 5)
+/// FUSE_OVER_IO_URING is bit 41: bit 9 of flags2.
+#define CFUSE_OVER_IO_URING_FLAGS2 (1u << 9)
 #define CFUSE_FOPEN_PASSTHROUGH (1u << 7)
 #define CFUSE_FOPEN_DIRECT_IO (1u << 0)
 #define CFUSE_FOPEN_NOFLUSH (1u << 5)
@@ -121,9 +123,9 @@ static inline int cfuse_backing_close(int device, int32_t backing_id) {
     return ioctl(device, _IOW(229, 2, uint32_t), &id);
 }
 
-/// If `buffer` holds an INIT request: 1, with its unique and whether the
-/// kernel offers passthrough.
-static inline int cfuse_parse_init(const void *buffer, ssize_t length, uint64_t *unique, int *offersPassthrough) {
+/// If `buffer` holds an INIT request: 1, with its unique and what the
+/// kernel offers (bit 0 passthrough, bit 1 FUSE over io_uring).
+static inline int cfuse_parse_init(const void *buffer, ssize_t length, uint64_t *unique, int *offers) {
     if (length < (ssize_t)(sizeof(struct cfuse_in_header) + offsetof(struct cfuse_init_in, unused))) return 0;
     struct cfuse_in_header header;
     memcpy(&header, buffer, sizeof header);
@@ -132,7 +134,11 @@ static inline int cfuse_parse_init(const void *buffer, ssize_t length, uint64_t 
     memset(&init, 0, sizeof init);
     memcpy(&init, (const char *)buffer + sizeof header, offsetof(struct cfuse_init_in, unused));
     *unique = header.unique;
-    *offersPassthrough = (init.flags & CFUSE_INIT_EXT) && (init.flags2 & CFUSE_PASSTHROUGH_FLAGS2);
+    *offers = 0;
+    if (init.flags & CFUSE_INIT_EXT) {
+        if (init.flags2 & CFUSE_PASSTHROUGH_FLAGS2) *offers |= 1;
+        if (init.flags2 & CFUSE_OVER_IO_URING_FLAGS2) *offers |= 2;
+    }
     return 1;
 }
 
@@ -144,14 +150,16 @@ static inline uint64_t cfuse_reply_unique(const struct iovec *iov, int count) {
     return header.unique;
 }
 
-/// Sends libfuse's INIT reply, gathered from `iov`, also granting
-/// passthrough (backing files one level deep) unless the reply is an error,
-/// too short, or asks for the writeback cache, which the kernel will not
-/// combine with passthrough. With `killPrivV2` it also takes over clearing
-/// set-ID bits and capabilities (FUSE_HANDLE_KILLPRIV_V2), which spares the
-/// check before every passthrough write. `*granted`: bit 0 passthrough,
-/// bit 1 that too.
-static inline ssize_t cfuse_send_init_reply(int fd, const struct iovec *iov, int count, int killPrivV2, int *granted) {
+/// Sends libfuse's INIT reply, gathered from `iov`, also granting (with
+/// `passthrough`) passthrough (backing files one level deep) unless the
+/// reply is an error, too short, or asks for the writeback cache, which the
+/// kernel will not combine with passthrough. With `killPrivV2` it also takes
+/// over clearing set-ID bits and capabilities (FUSE_HANDLE_KILLPRIV_V2),
+/// which spares the check before every passthrough write. With `uring` it
+/// takes FUSE over io_uring. `*granted`: bit 0 passthrough, bit 1
+/// KILLPRIV_V2, bit 2 io_uring.
+static inline ssize_t cfuse_send_init_reply(int fd, const struct iovec *iov, int count, int passthrough, int killPrivV2,
+                                            int uring, int *granted) {
     *granted = 0;
     char buffer[sizeof(struct cfuse_out_header) + sizeof(struct cfuse_init_out)];
     size_t total = 0;
@@ -163,15 +171,81 @@ static inline ssize_t cfuse_send_init_reply(int fd, const struct iovec *iov, int
     struct cfuse_init_out init;
     memcpy(&header, buffer, sizeof header);
     memcpy(&init, buffer + sizeof header, sizeof init);
-    if (header.error != 0 || (init.flags & CFUSE_WRITEBACK_CACHE)) return writev(fd, iov, count);
+    if (header.error != 0) return writev(fd, iov, count);
+    if (init.flags & CFUSE_WRITEBACK_CACHE) passthrough = 0;
+    if (!passthrough && !uring) return writev(fd, iov, count);
     init.flags |= CFUSE_INIT_EXT;
-    init.flags2 |= CFUSE_PASSTHROUGH_FLAGS2;
-    init.max_stack_depth = 1;
-    if (killPrivV2) init.flags |= CFUSE_HANDLE_KILLPRIV_V2;
+    int grant = 0;
+    if (passthrough) {
+        init.flags2 |= CFUSE_PASSTHROUGH_FLAGS2;
+        init.max_stack_depth = 1;
+        grant |= 1;
+        if (killPrivV2) { init.flags |= CFUSE_HANDLE_KILLPRIV_V2; grant |= 2; }
+    }
+    if (uring) { init.flags2 |= CFUSE_OVER_IO_URING_FLAGS2; grant |= 4; }
     memcpy(buffer + sizeof header, &init, sizeof init);
     ssize_t written = write(fd, buffer, sizeof buffer);
-    if (written == (ssize_t)sizeof buffer) *granted = 1 | (killPrivV2 ? 2 : 0);
+    if (written == (ssize_t)sizeof buffer) *granted = grant;
     return written;
+}
+
+// FUSE over io_uring (kernel 6.14+), as include/uapi/linux/fuse.h has it:
+// each ring entry is a header area (the in/out header, the opcode's own
+// header, and the entry's bookkeeping) and a payload buffer; the 80-byte
+// command area of a 128-byte submission entry names the queue and, for a
+// commit, the request answered.
+#define CFUSE_IO_URING_CMD_REGISTER 1u
+#define CFUSE_IO_URING_CMD_COMMIT_AND_FETCH 2u
+struct cfuse_uring_ent_in_out { uint64_t flags, commit_id; uint32_t payload_sz, padding; uint64_t reserved; };
+struct cfuse_uring_req_header { char in_out[128]; char op_in[128]; struct cfuse_uring_ent_in_out ring_ent_in_out; };
+struct cfuse_uring_cmd_req { uint64_t flags, commit_id; uint16_t qid; uint8_t padding[6]; };
+
+/// Lays out the request a ring entry holds as read(2) on /dev/fuse would
+/// give it (in header, opcode header, payload), for
+/// fuse_session_process_buf: its length, or 0 if it is malformed or longer
+/// than `capacity`. `*commit_id`: what the commit must name.
+static inline size_t cfuse_ring_request(const struct cfuse_uring_req_header *header, const void *payload,
+                                        void *buffer, size_t capacity, uint64_t *commit_id) {
+    struct cfuse_in_header in;
+    memcpy(&in, header->in_out, sizeof in);
+    size_t payload_size = header->ring_ent_in_out.payload_sz;
+    *commit_id = header->ring_ent_in_out.commit_id;
+    // The kernel counts every argument in `len`; the first one, the
+    // opcode's header, went to op_in, the rest to the payload.
+    if (in.len < sizeof in + payload_size || in.len > capacity) return 0;
+    size_t op_size = in.len - sizeof in - payload_size;
+    if (op_size > sizeof header->op_in) return 0;
+    memcpy(buffer, &in, sizeof in);
+    memcpy((char *)buffer + sizeof in, header->op_in, op_size);
+    memcpy((char *)buffer + sizeof in + op_size, payload, payload_size);
+    return in.len;
+}
+
+/// Puts a reply libfuse gathered in `iov` (out header first) into a ring
+/// entry: the header into in_out, the rest into the payload. Its total
+/// length, or -1 when it does not fit (the entry then answers EIO).
+static inline ssize_t cfuse_ring_reply(struct cfuse_uring_req_header *header, void *payload, size_t capacity,
+                                       const struct iovec *iov, int count) {
+    struct cfuse_out_header out;
+    if (count < 1 || iov[0].iov_len < sizeof out) return -1;
+    memcpy(&out, iov[0].iov_base, sizeof out);
+    size_t at = 0, total = iov[0].iov_len;
+    int fits = 1;
+    const char *rest = (const char *)iov[0].iov_base + sizeof out;
+    size_t rest_len = iov[0].iov_len - sizeof out;
+    for (int i = 0; i < count && fits; i++) {
+        const char *base = i == 0 ? rest : (const char *)iov[i].iov_base;
+        size_t length = i == 0 ? rest_len : iov[i].iov_len;
+        if (i > 0) total += length;
+        if (at + length > capacity) { fits = 0; break; }
+        memcpy((char *)payload + at, base, length);
+        at += length;
+    }
+    if (!fits) { out.error = -5; at = 0; }
+    out.len = (uint32_t)(sizeof out + at);
+    memcpy(header->in_out, &out, sizeof out);
+    header->ring_ent_in_out.payload_sz = (uint32_t)at;
+    return fits ? (ssize_t)total : -1;
 }
 
 static inline uint64_t cfuse_timeout_seconds(double t) {
@@ -241,5 +315,7 @@ _Static_assert(sizeof(struct cfuse_attr) == 88, "fuse_attr");
 _Static_assert(sizeof(struct cfuse_entry_out) == 128, "fuse_entry_out");
 _Static_assert(sizeof(struct cfuse_open_out) == 16, "fuse_open_out");
 _Static_assert(sizeof(struct cfuse_backing_map) == 16, "fuse_backing_map");
+_Static_assert(sizeof(struct cfuse_uring_req_header) == 288, "fuse_uring_req_header");
+_Static_assert(sizeof(struct cfuse_uring_cmd_req) == 24, "fuse_uring_cmd_req");
 
 #endif

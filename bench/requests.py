@@ -62,6 +62,19 @@ def workloads(folder: Path, tree: Path):
             os.pwrite(fd, b"x" * 4096, i * 4096)
         os.close(fd)
 
+    # In a folder of their own, which the later rows do not list.
+    links = folder / "links"
+
+    def symlinks():
+        links.mkdir()
+        for i in range(N):
+            os.symlink(f"target{i}", links / f"l{i}")
+
+    def readlinks():
+        for _ in range(5):
+            for i in range(N):
+                os.readlink(links / f"l{i}")
+
     def untar():
         subprocess.run(["tar", "-xf", str(tree), "-C", str(work)], check=True)
 
@@ -78,6 +91,8 @@ def workloads(folder: Path, tree: Path):
         ("rename", N, rename),
         ("unlink", N, unlink),
         ("pwrite 4 KiB", N, write_4k),
+        ("symlink", N, symlinks),
+        ("readlink, 5 times each", N, readlinks),
         ("untar, per file", files, untar),
         ("ls -lR (cold), per entry", files, ls_lr),
         ("rm -r, per entry", files, rm_r),

@@ -25,8 +25,14 @@ final class DenialLog: Sendable {
     /// itself with prctl(PR_SET_NAME), and the path) is escaped, so that one
     /// denial is always one line with no control bytes in it.
     func record(pid thread: pid_t, operation: SandboxOperation, path: String) {
+        record(pid: thread, operation: operation, path: Array(path.utf8))
+    }
+
+    /// The same with the path as bytes (names are bytes: one that is not
+    /// UTF-8 is escaped byte for byte, not replaced).
+    func record(pid thread: pid_t, operation: SandboxOperation, path: [UInt8]) {
         let pid = Self.processID(ofThread: thread)
-        let line = Self.line(process: Self.processName(pid), pid: pid, operation: operation.rawValue, path: Array(path.utf8))
+        let line = Self.line(process: Self.processName(pid), pid: pid, operation: operation.rawValue, path: path)
         writeLock.withLock { _ in
             var bytes = Array(line.utf8)
             _ = bytes.withUnsafeMutableBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }

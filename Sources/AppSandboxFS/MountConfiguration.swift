@@ -9,11 +9,17 @@ public struct MountConfiguration: Sendable {
     public var layout: ContainerLayout
     /// A folder shown read-only as `<App>.app` instead of the backing one.
     public var bundleOverride: String?
-    /// How long the kernel may trust names and attributes. The driver is the
-    /// only writer of its backing store, so long is safe; shorten it when
-    /// something else writes into the backing directory while mounted.
+    /// How long the kernel may trust names. The driver is the only one to
+    /// change names through the mount, so long is safe; shorten it when
+    /// something else adds or removes names in the backing directory while
+    /// mounted.
     public var entryTimeout: Double = 1.0
+    /// How long the kernel may trust attributes. With default_permissions
+    /// the kernel checks modes and owners against these, so a chmod or
+    /// chown made in the backing directory while mounted must show soon:
+    /// at most `longestAttributeTimeout`, whatever the entry timeout.
     public var attributeTimeout: Double = 1.0
+    public static let longestAttributeTimeout = 1.0
     /// Keep the kernel's page cache across opens (invalidated by the driver
     /// when it learns a file changed).
     public var keepCache = false

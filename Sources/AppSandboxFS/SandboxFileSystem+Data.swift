@@ -23,12 +23,8 @@ extension SandboxFileSystem {
 
     public func open(_ request: Request, node id: NodeID, flags: OpenFlags, reply: consuming ReplyOpen) {
         let node = nodes.node(id)
-        if flags.writes || flags.truncates,
-           let denied = denial(.open(node.zone, write: flags.writes, truncate: flags.truncates), request,
-                               path: { mountPath(of: node) }) {
-            reply.error(denied)
-            return
-        }
+        let verdict = flags.writes || flags.truncates
+            ? SandboxPolicy.decide(.open(zone(of: node), write: flags.writes, truncate: flags.truncates)) : .allow
         var openFlags = flags.rawValue
         // With the writeback cache the kernel may read to fill pages of a
         // file opened write-only, and it handles O_APPEND itself.
@@ -36,14 +32,26 @@ extension SandboxFileSystem {
             if flags.accessMode == O_WRONLY { openFlags = (openFlags & ~O_ACCMODE) | O_RDWR }
             openFlags &= ~O_APPEND
         }
-        do {
+        let opened = guarded(verdict, request, at: .node(node)) { () throws(Errno) in
             let fd = try node.withFD { (fd) throws(Errno) in try Backing.reopen(fd, flags: openFlags) }
             // The kernel leaves an O_TRUNC open's clearing of set-ID bits to
             // the driver (atomic O_TRUNC), and the driver's own open, as
             // root, clears nothing.
-            if flags.truncates && request.caller.uid != 0 { Self.dropSetIDBits(fd) }
-            reply.opened(FileHandle(rawValue: UInt64(fd)), options: openOptions(request, node: id, flags: flags, descriptor: fd))
-        } catch {
+            if flags.truncates && request.caller.uid != 0 {
+                do throws(Errno) { try Self.dropSetIDBits(fd) } catch {
+                    Backing.close(fd)
+                    throw error
+                }
+            }
+            return fd
+        }
+        switch opened {
+        case .success(let fd):
+            // No release comes for a handle the kernel did not take.
+            if !reply.opened(FileHandle(rawValue: UInt64(fd)), options: openOptions(request, node: id, flags: flags, descriptor: fd)) {
+                Backing.close(fd)
+            }
+        case .failure(let error):
             reply.error(error)
         }
     }
@@ -55,17 +63,12 @@ extension SandboxFileSystem {
     public func write(_ request: Request, node id: NodeID, handle: FileHandle, offset: off_t, data: UnsafeRawBufferPointer,
                       reply: consuming ReplyWrite) {
         let node = nodes.node(id)
-        if let denied = denial(.write(node.zone), request, path: { mountPath(of: node) }) {
-            reply.error(denied)
-            return
-        }
-        do {
-            let written = try Backing.pwrite(descriptor(handle), data, at: offset)
-            if mustClearSetIDBits(request) { Self.dropSetIDBits(descriptor(handle)) }
-            reply.written(written)
-        } catch {
-            reply.error(error)
-        }
+        send(guarded(.write(zone(of: node)), request, at: .node(node)) { () throws(Errno) in
+            // The bits go before the data, as the kernel removes them
+            // (file_remove_privs) before it writes.
+            if mustClearSetIDBits(request) { try Self.dropSetIDBits(descriptor(handle)) }
+            return try Backing.pwrite(descriptor(handle), data, at: offset)
+        }, reply)
     }
 
     public func flush(_ request: Request, node: NodeID, handle: FileHandle, reply: consuming ReplyStatus) {
@@ -89,36 +92,22 @@ extension SandboxFileSystem {
     public func fallocate(_ request: Request, node id: NodeID, handle: FileHandle, mode: Int32, offset: off_t, length: off_t,
                           reply: consuming ReplyStatus) {
         let node = nodes.node(id)
-        if let denied = denial(.allocate(node.zone), request, path: { mountPath(of: node) }) {
-            reply.error(denied)
-            return
-        }
-        do {
+        send(guarded(.allocate(zone(of: node)), request, at: .node(node)) { () throws(Errno) in
+            if mustClearSetIDBits(request) { try Self.dropSetIDBits(descriptor(handle)) }
             try Backing.fallocate(descriptor(handle), mode: mode, offset: offset, length: length)
-            if mustClearSetIDBits(request) { Self.dropSetIDBits(descriptor(handle)) }
-            reply.ok()
-        } catch {
-            reply.error(error)
-        }
+        }, reply)
     }
 
     public func copyFileRange(_ request: Request, from source: NodeID, handle sourceHandle: FileHandle, offset sourceOffset: off_t,
                               to destination: NodeID, handle destinationHandle: FileHandle, offset destinationOffset: off_t,
                               length: Int, flags: UInt32, reply: consuming ReplyWrite) {
         let target = nodes.node(destination)
-        if let denied = denial(.write(target.zone), request, path: { mountPath(of: target) }) {
-            reply.error(denied)
-            return
-        }
-        do {
-            let written = try Backing.copyFileRange(from: descriptor(sourceHandle), at: sourceOffset,
-                                                    to: descriptor(destinationHandle), at: destinationOffset,
-                                                    length: length, flags: flags)
-            if mustClearSetIDBits(request) { Self.dropSetIDBits(descriptor(destinationHandle)) }
-            reply.written(written)
-        } catch {
-            reply.error(error)
-        }
+        send(guarded(.write(zone(of: target)), request, at: .node(target)) { () throws(Errno) in
+            if mustClearSetIDBits(request) { try Self.dropSetIDBits(descriptor(destinationHandle)) }
+            return try Backing.copyFileRange(from: descriptor(sourceHandle), at: sourceOffset,
+                                             to: descriptor(destinationHandle), at: destinationOffset,
+                                             length: length, flags: flags)
+        }, reply)
     }
 
     public func lseek(_ request: Request, node: NodeID, handle: FileHandle, offset: off_t, whence: Int32, reply: consuming ReplyOffset) {

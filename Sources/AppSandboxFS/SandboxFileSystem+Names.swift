@@ -5,13 +5,21 @@ import Glibc
 import SandboxPolicy
 import SystemPackage
 
-// Making, linking, renaming and removing names.
+// Making, linking, renaming and removing names. Each goes through
+// `guarded` (decide, log a denial, change) and keeps the name tree as the
+// kernel will keep its entries.
 extension SandboxFileSystem {
     /// Creates with `make`, gives the new file to the caller, looks it up.
+    /// If the file cannot be given to the caller it is removed again: a
+    /// file owned by root with the caller's mode must not stay behind.
     private func makeEntry(_ request: Request, parent: Node, name: UnsafePointer<CChar>, mode: mode_t = 0,
                            _ make: () throws(Errno) -> Void) throws(Errno) -> Entry {
         try make()
-        let chowned = try giveToCaller(request, in: parent, name)
+        let chowned: Bool
+        do throws(Errno) { chowned = try giveToCaller(request, in: parent, name) } catch {
+            removeAfterFailure(parent, name)
+            throw error
+        }
         var (node, attributes) = try lookupChild(parent, name)
         if chowned && Self.lostSetIDBits(requested: mode, now: attributes) {
             attributes = try node.withFD { (fd) throws(Errno) in
@@ -20,6 +28,24 @@ extension SandboxFileSystem {
             }
         }
         return entry(for: node, stat: attributes)
+    }
+
+    /// Removes an entry the driver just made for a request that fails.
+    private func removeAfterFailure(_ parent: Node, _ name: UnsafePointer<CChar>) {
+        _ = try? parent.withFD { (folder) throws(Errno) in
+            if (try? Backing.rmdir(in: folder, name)) == nil { try Backing.unlink(in: folder, name) }
+        }
+    }
+
+    /// Answers an entry; when the kernel did not take it, it holds no
+    /// lookup of the node, so the table drops the one the reply carried.
+    func send(_ result: Result<Entry, Errno>, _ reply: consuming ReplyEntry) {
+        switch result {
+        case .success(let entry):
+            if !reply.entry(entry) { forget(entry.node, lookups: 1) }
+        case .failure(let error):
+            reply.error(error)
+        }
     }
 
     /// chown clears the set-user-ID and set-group-ID bits of a file; a file
@@ -32,148 +58,122 @@ extension SandboxFileSystem {
 
     public func mknod(_ request: Request, parent id: NodeID, name: FileName, mode: mode_t, device: dev_t, reply: consuming ReplyEntry) {
         let parent = nodes.node(id)
-        if let denied = denial(.create(in: parent.zone), request, path: { mountPath(of: parent, child: name.cString) }) {
-            reply.error(denied)
-            return
-        }
-        do {
-            reply.entry(try makeEntry(request, parent: parent, name: name.cString, mode: mode) { () throws(Errno) in
+        send(guarded(.create(in: zone(of: parent)), request, at: .child(parent, name.cString)) { () throws(Errno) in
+            try makeEntry(request, parent: parent, name: name.cString, mode: mode) { () throws(Errno) in
                 try parent.withFD { (folder) throws(Errno) in try Backing.mknod(in: folder, name.cString, mode: mode, device: device) }
-            })
-        } catch {
-            reply.error(error)
-        }
+            }
+        }, reply)
     }
 
     public func mkdir(_ request: Request, parent id: NodeID, name: FileName, mode: mode_t, reply: consuming ReplyEntry) {
         let parent = nodes.node(id)
-        if let denied = denial(.makeDirectory(in: parent.zone), request, path: { mountPath(of: parent, child: name.cString) }) {
-            reply.error(denied)
-            return
-        }
-        do {
-            reply.entry(try makeEntry(request, parent: parent, name: name.cString) { () throws(Errno) in
+        send(guarded(.makeDirectory(in: zone(of: parent)), request, at: .child(parent, name.cString)) { () throws(Errno) in
+            try makeEntry(request, parent: parent, name: name.cString) { () throws(Errno) in
                 try parent.withFD { (folder) throws(Errno) in try Backing.mkdir(in: folder, name.cString, mode: mode) }
-            })
-        } catch {
-            reply.error(error)
-        }
+            }
+        }, reply)
     }
 
     public func symlink(_ request: Request, target: FileName, parent id: NodeID, name: FileName, reply: consuming ReplyEntry) {
         let parent = nodes.node(id)
-        if let denied = denial(.makeSymlink(in: parent.zone), request, path: { mountPath(of: parent, child: name.cString) }) {
-            reply.error(denied)
-            return
+        let place = Place.child(parent, name.cString)
+        // The zone's verdict first (a link in the bundle fails EROFS,
+        // whatever its target), then E1: where the target will lead.
+        var verdict = SandboxPolicy.decide(.makeSymlink(in: zone(of: parent)))
+        if verdict == .allow {
+            verdict = escapeVerdict(target: nameBytes(target.cString), inFolder: parent, denial: EscapeCheck.escapingSymlinkDenial)
         }
-        // E1: where the link lands is decided lexically, from its folder.
-        if EscapeCheck.resolveInside(target: target.string, linkFolder: containerComponents(of: parent),
-                                     mountpoint: configuration.mountpoint) == nil {
-            denials.record(pid: request.caller.pid, operation: .fileWriteCreate, path: mountPath(of: parent, child: name.cString))
-            reply.error(.notPermitted)
-            return
-        }
-        do {
-            reply.entry(try makeEntry(request, parent: parent, name: name.cString) { () throws(Errno) in
+        send(guarded(verdict, request, at: place) { () throws(Errno) in
+            try makeEntry(request, parent: parent, name: name.cString) { () throws(Errno) in
                 try parent.withFD { (folder) throws(Errno) in try Backing.symlink(target.cString, in: folder, name.cString) }
-            })
-        } catch {
-            reply.error(error)
-        }
+            }
+        }, reply)
     }
 
     public func link(_ request: Request, node id: NodeID, newParent: NodeID, newName: FileName, reply: consuming ReplyEntry) {
         let node = nodes.node(id)
         let parent = nodes.node(newParent)
-        if let denied = denial(.link(source: node.zone, into: parent.zone), request,
-                               path: { mountPath(of: parent, child: newName.cString) }) {
-            reply.error(denied)
-            return
-        }
-        do {
+        send(guarded(.link(source: zone(of: node), into: zone(of: parent)), request,
+                     at: .child(parent, newName.cString)) { () throws(Errno) in
             try node.withFD { (fd) throws(Errno) in
                 try parent.withFD { (folder) throws(Errno) in try Backing.link(fd, in: folder, newName.cString) }
             }
             let (linked, attributes) = try lookupChild(parent, newName.cString)
-            reply.entry(entry(for: linked, stat: attributes))
-        } catch {
-            reply.error(error)
-        }
+            return entry(for: linked, stat: attributes)
+        }, reply)
     }
 
     public func create(_ request: Request, parent id: NodeID, name: FileName, mode: mode_t, flags: OpenFlags,
                        reply: consuming ReplyCreate) {
         let parent = nodes.node(id)
-        if let denied = denial(.create(in: parent.zone), request, path: { mountPath(of: parent, child: name.cString) }) {
-            reply.error(denied)
-            return
-        }
-        let fd: Int32
-        do {
-            fd = try parent.withFD { (folder) throws(Errno) in
+        let made = guarded(.create(in: zone(of: parent)), request, at: .child(parent, name.cString)) { () throws(Errno) in
+            let fd = try parent.withFD { (folder) throws(Errno) in
                 try Backing.create(in: folder, name.cString, flags: flags.rawValue, mode: mode)
             }
-        } catch {
-            reply.error(error)
-            return
-        }
-        do {
-            let chowned = try giveToCaller(request, in: parent, name.cString)
-            var (node, attributes) = try lookupChild(parent, name.cString)
-            if chowned && Self.lostSetIDBits(requested: mode, now: attributes) {
-                _ = try check(fchmod(fd, mode & 0o7777))
-                attributes = try node.withFD { (fd) throws(Errno) in try Backing.stat(fd) }
+            do throws(Errno) {
+                let chowned: Bool
+                do throws(Errno) { chowned = try giveToCaller(request, in: parent, name.cString) } catch {
+                    removeAfterFailure(parent, name.cString)
+                    throw error
+                }
+                var (node, attributes) = try lookupChild(parent, name.cString)
+                if chowned && Self.lostSetIDBits(requested: mode, now: attributes) {
+                    _ = try check(fchmod(fd, mode & 0o7777))
+                    attributes = try node.withFD { (fd) throws(Errno) in try Backing.stat(fd) }
+                }
+                return (entry(for: node, stat: attributes), fd)
+            } catch {
+                Backing.close(fd)
+                throw error
             }
-            reply.created(entry(for: node, stat: attributes), handle: FileHandle(rawValue: UInt64(fd)),
-                          options: openOptions(request, node: node.id, flags: flags, descriptor: fd))
-        } catch {
-            Backing.close(fd)
+        }
+        switch made {
+        case .success(let (entry, fd)):
+            let sent = reply.created(entry, handle: FileHandle(rawValue: UInt64(fd)),
+                                     options: openOptions(request, node: entry.node, flags: flags, descriptor: fd))
+            if !sent {
+                // No release will come for this handle, nor a forget for this lookup.
+                Backing.close(fd)
+                forget(entry.node, lookups: 1)
+            }
+        case .failure(let error):
             reply.error(error)
         }
     }
 
     public func unlink(_ request: Request, parent id: NodeID, name: FileName, reply: consuming ReplyStatus) {
         let parent = nodes.node(id)
-        if let denied = denial(.unlink(entry: zone(ofChild: name.cString, in: parent)), request,
-                               path: { mountPath(of: parent, child: name.cString) }) {
-            reply.error(denied)
-            return
-        }
-        do {
+        send(guarded(.unlink(entry: zone(ofChild: name.cString, in: parent)), request,
+                     at: .child(parent, name.cString)) { () throws(Errno) in
             try parent.withFD { (folder) throws(Errno) in
                 nodes.keepIfLastName(in: folder, name.cString)
                 try Backing.unlink(in: folder, name.cString)
             }
-            reply.ok()
-        } catch {
-            reply.error(error)
-        }
+            nodes.removed(nameBytes(name.cString), in: parent)
+        }, reply)
     }
 
     public func rmdir(_ request: Request, parent id: NodeID, name: FileName, reply: consuming ReplyStatus) {
         let parent = nodes.node(id)
-        if let denied = denial(.removeDirectory(entry: zone(ofChild: name.cString, in: parent)), request,
-                               path: { mountPath(of: parent, child: name.cString) }) {
-            reply.error(denied)
-            return
-        }
-        do {
+        send(guarded(.removeDirectory(entry: zone(ofChild: name.cString, in: parent)), request,
+                     at: .child(parent, name.cString)) { () throws(Errno) in
             try parent.withFD { (folder) throws(Errno) in
                 nodes.keepIfLastName(in: folder, name.cString)
                 try Backing.rmdir(in: folder, name.cString)
             }
-            reply.ok()
-        } catch {
-            reply.error(error)
-        }
+            nodes.removed(nameBytes(name.cString), in: parent)
+        }, reply)
     }
 
     public func rename(_ request: Request, parent id: NodeID, name: FileName, newParent newID: NodeID, newName: FileName,
                        flags: RenameFlags, reply: consuming ReplyStatus) {
         let parent = nodes.node(id)
         let newParent = nodes.node(newID)
-        let moved = zone(ofChild: name.cString, in: parent)
-        let destination = zone(ofChild: newName.cString, in: newParent)
+        let source = nameBytes(name.cString)
+        let target = nameBytes(newName.cString)
+        let folder = zone(of: parent)
+        let moved = nodes.layout.zone(ofChild: source, in: folder)
+        let destination = nodes.zone(ofChild: target, in: newParent)
         let operation: FileOperation
         if flags.contains(.exchange) {
             operation = .exchange(first: moved, second: destination)
@@ -189,33 +189,22 @@ extension SandboxFileSystem {
             } else {
                 replacing = destination
             }
-            operation = .rename(entry: moved, into: newParent.zone, replacing: replacing)
+            let into = zone(of: newParent)
+            // RENAME_WHITEOUT leaves a new entry (a whiteout) at the old name.
+            operation = flags.contains(.whiteout)
+                ? .renameLeavingWhiteout(entry: moved, from: folder, into: into, replacing: replacing)
+                : .rename(entry: moved, into: into, replacing: replacing)
         }
-        if let denied = denial(operation, request, path: { mountPath(of: parent, child: name.cString) }) {
-            reply.error(denied)
-            return
-        }
-        do {
-            let (movedStat, otherStat) = try parent.withFD { (from) throws(Errno) in
+        send(guarded(operation, request, at: .child(parent, name.cString)) { () throws(Errno) in
+            try parent.withFD { (from) throws(Errno) in
                 try newParent.withFD { (to) throws(Errno) in
                     if !flags.contains(.exchange) { nodes.keepIfLastName(in: to, newName.cString) }
                     try Backing.rename(in: from, name.cString, to: to, newName.cString, flags: flags.rawValue)
-                    return (moved != destination ? try? Backing.stat(in: to, newName.cString) : nil,
-                            flags.contains(.exchange) ? try? Backing.stat(in: from, name.cString) : nil)
                 }
             }
-            // The moved file now lives in another zone; record it on its node
-            // (and on the other one of an exchange).
-            if let movedStat, let node = nodes.existing(InodeKey(movedStat)) {
-                node.zone = destination
-                if node.isDirectory && moved != destination { forgetEntries(below: node) }
-            }
-            if let otherStat, let node = nodes.existing(InodeKey(otherStat)) {
-                node.zone = moved
-            }
-            reply.ok()
-        } catch {
-            reply.error(error)
-        }
+            // Nodes below a moved folder derive their zone through it: the
+            // tree needs only the one move.
+            nodes.renamed(source, in: parent, to: target, in: newParent, exchange: flags.contains(.exchange))
+        }, reply)
     }
 }

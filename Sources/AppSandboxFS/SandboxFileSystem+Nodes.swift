@@ -8,12 +8,10 @@ import SystemPackage
 // Looking files up and reading or changing their attributes.
 extension SandboxFileSystem {
     public func lookup(_ request: Request, parent: NodeID, name: FileName, reply: consuming ReplyEntry) {
-        do {
+        send(Result { () throws(Errno) in
             let (node, attributes) = try lookupChild(nodes.node(parent), name.cString)
-            reply.entry(entry(for: node, stat: attributes))
-        } catch {
-            reply.error(error)
-        }
+            return entry(for: node, stat: attributes)
+        }, reply)
     }
 
     public func forget(_ node: NodeID, lookups: UInt64) {
@@ -37,23 +35,20 @@ extension SandboxFileSystem {
         if changes.uid != nil || changes.gid != nil { change.insert(.owner) }
         if changes.size != nil { change.insert(.size) }
         if changes.accessTime != nil || changes.modificationTime != nil { change.insert(.times) }
-        if !change.isEmpty, !Self.isKernelTimeFlush(change, node: node),
-           let denied = denial(.setAttributes(node.zone, change), request, path: { mountPath(of: node) }) {
-            reply.error(denied)
-            return
-        }
+        let verdict = change.isEmpty || Self.isKernelTimeFlush(change, node: node)
+            ? Verdict.allow : SandboxPolicy.decide(.setAttributes(zone(of: node), change))
         // chown(f, -1, -1) reaches us as a setattr that changes nothing (the
         // kernel sends no ctime without the writeback cache), yet ext4 and
         // the VFS update the ctime for it (W1, pjdfstest chown/00.t). Do the
         // same where an owner change is allowed; elsewhere (bundle, Inbox,
         // system folders) the call stays a no-op that changes nothing.
         let touchesCtime = change.isEmpty
-            && SandboxPolicy.decide(.setAttributes(node.zone, .owner)) == .allow
-        do {
+            && SandboxPolicy.decide(.setAttributes(zone(of: node), .owner)) == .allow
+        send(guarded(verdict, request, at: .node(node)) { () throws(Errno) in
             // An open handle is the better target: it works after chmod 0
             // and for files that were unlinked while open.
             let openFD = handle.map { Int32(truncatingIfNeeded: $0.rawValue) }
-            let attributes = try node.withFD { (nodeFD) throws(Errno) in
+            return try node.withFD { (nodeFD) throws(Errno) in
                 if touchesCtime { try Backing.chown(nodeFD, uid: uid_t.max, gid: gid_t.max) }
                 if let mode = changes.mode {
                     if let openFD { _ = try check(fchmod(openFD, mode)) } else { try Backing.chmod(nodeFD, mode: mode) }
@@ -64,7 +59,7 @@ extension SandboxFileSystem {
                 if let size = changes.size {
                     if let openFD { _ = try check(ftruncate(openFD, size)) } else { try Backing.truncate(nodeFD, size: size) }
                     if changes.mode == nil && mustClearSetIDBits(request) {
-                        if let openFD { Self.dropSetIDBits(openFD) } else { Self.dropSetIDBits(node: nodeFD) }
+                        if let openFD { try Self.dropSetIDBits(openFD) } else { try Self.dropSetIDBits(node: nodeFD) }
                     }
                 }
                 if changes.accessTime != nil || changes.modificationTime != nil {
@@ -78,10 +73,7 @@ extension SandboxFileSystem {
                 }
                 return try Backing.stat(nodeFD)
             }
-            reply.attributes(attributes, timeout: configuration.attributeTimeout)
-        } catch {
-            reply.error(error)
-        }
+        }, reply)
     }
 
     /// With the writeback cache the kernel keeps a file's times itself and
@@ -114,12 +106,14 @@ extension SandboxFileSystem {
             }.get()
             buffer[count] = 0
             // E2: a link that points out of the container (made in the
-            // backing directory directly) is listed but never followed.
-            let target = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            let folder = containerComponents(of: node).dropLast()
-            if EscapeCheck.resolveInside(target: target, linkFolder: Array(folder), mountpoint: configuration.mountpoint) == nil {
-                denials.record(pid: request.caller.pid, operation: .fileReadData, path: mountPath(of: node))
-                reply.error(.notPermitted)
+            // backing directory directly, or led out by other links) is
+            // listed but never followed.
+            let target = buffer[0..<count].map { UInt8(bitPattern: $0) }
+            let folder = nodes.parent(of: node) ?? nodes.root
+            let verdict = escapeVerdict(target: target, inFolder: folder, denial: EscapeCheck.escapingReadlinkDenial)
+            if case .deny(let denial, let operation) = verdict {
+                denials.record(pid: request.caller.pid, operation: operation, path: mountPath(.node(node)))
+                reply.error(Errno(rawValue: denial.errno))
                 return
             }
             reply.target(buffer)

@@ -1,6 +1,7 @@
 import BackingStore
 import FuseKit
 import Glibc
+import SystemPackage
 
 // Set-user-ID and set-group-ID bits on write. With FUSE passthrough the
 // session takes FUSE_HANDLE_KILLPRIV_V2 (a GETXATTR round trip less per
@@ -24,18 +25,20 @@ extension SandboxFileSystem {
         return bits
     }
 
-    /// Clears the bits of an open file.
-    static func dropSetIDBits(_ fd: Int32) {
-        guard let now = try? Backing.stat(fd) else { return }
+    /// Clears the bits of an open file. A failure fails the request that
+    /// asked for it, as the kernel fails a write whose privileges it cannot
+    /// remove: the bits must never stay on silently.
+    static func dropSetIDBits(_ fd: Int32) throws(Errno) {
+        let now = try Backing.stat(fd)
         let bits = setIDBitsToClear(now.st_mode)
-        if bits != 0 { _ = fchmod(fd, now.st_mode & 0o7777 & ~bits) }
+        if bits != 0 { _ = try check(fchmod(fd, now.st_mode & 0o7777 & ~bits)) }
     }
 
     /// Clears the bits of a node (its O_PATH descriptor).
-    static func dropSetIDBits(node fd: Int32) {
-        guard let now = try? Backing.stat(fd) else { return }
+    static func dropSetIDBits(node fd: Int32) throws(Errno) {
+        let now = try Backing.stat(fd)
         let bits = setIDBitsToClear(now.st_mode)
-        if bits != 0 { try? Backing.chmod(fd, mode: now.st_mode & 0o7777 & ~bits) }
+        if bits != 0 { try Backing.chmod(fd, mode: now.st_mode & 0o7777 & ~bits) }
     }
 
     /// A write through passthrough never reaches the driver, so a non-root
@@ -50,7 +53,11 @@ extension SandboxFileSystem {
         guard options.backingDescriptor != nil, flags.writes, mustClearSetIDBits(request),
               let now = try? Backing.stat(fd), Self.setIDBitsToClear(now.st_mode) != 0 else { return options }
         if request.hasPassthroughHandles(node) {
-            Self.dropSetIDBits(fd)
+            // Best effort here: the open itself succeeded, and a write
+            // through passthrough cannot be failed later. A failure is rare
+            // (the driver is root) and leaves the bits as ext4 would after
+            // a failed clear: the open is answered, the write not refused.
+            try? Self.dropSetIDBits(fd)
             return options
         }
         options.backingDescriptor = nil

@@ -10,31 +10,26 @@ import SystemPackage
 extension SandboxFileSystem {
     /// Namespaces only root may touch; the driver runs as root, so it must
     /// check for the caller.
-    private func privilegedNamespace(_ name: String) -> Bool {
-        name.hasPrefix("trusted.") || name.hasPrefix("security.")
+    private func privilegedNamespace(_ name: [UInt8]) -> Bool {
+        name.starts(with: "trusted.".utf8) || name.starts(with: "security.".utf8)
     }
+
+    private func isSystemNamespace(_ name: [UInt8]) -> Bool { name.starts(with: "system.".utf8) }
 
     public func setxattr(_ request: Request, node id: NodeID, name: FileName, value: UnsafeRawBufferPointer, flags: XattrFlags,
                          reply: consuming ReplyStatus) {
         let node = nodes.node(id)
-        if let denied = denial(.setExtendedAttribute(node.zone), request, path: { mountPath(of: node) }) {
-            reply.error(denied)
-            return
-        }
-        let visible = name.string
-        if visible.hasPrefix("system.") { reply.error(.notSupported); return }
-        if privilegedNamespace(visible) && request.caller.uid != 0 { reply.error(.notPermitted); return }
-        if visible == Self.capabilityName { node.hasNoCapability = false }
-        // ext4 refuses user attributes on symbolic links.
-        if node.isSymlink { reply.error(.notPermitted); return }
-        do {
-            try withCString(XattrNames.backingName(for: visible)) { (backing) throws(Errno) in
+        send(guarded(.setExtendedAttribute(zone(of: node)), request, at: .node(node)) { () throws(Errno) in
+            let visible = nameBytes(name.cString)
+            if isSystemNamespace(visible) || strcmp(name.cString, Self.selinuxName) == 0 { throw .notSupported }
+            if privilegedNamespace(visible) && request.caller.uid != 0 { throw .notPermitted }
+            if strcmp(name.cString, Self.capabilityName) == 0 { node.hasNoCapability = false }
+            // ext4 refuses user attributes on symbolic links.
+            if node.isSymlink { throw .notPermitted }
+            try withCName(XattrNames.backingName(for: visible)) { (backing) throws(Errno) in
                 try node.withFD { (fd) throws(Errno) in try Backing.setxattr(fd, backing, value, flags: flags.rawValue) }
             }
-            reply.ok()
-        } catch {
-            reply.error(error)
-        }
+        }, reply)
     }
 
     public func getxattr(_ request: Request, node id: NodeID, name: FileName, reply: consuming ReplyXattr) {
@@ -47,12 +42,12 @@ extension SandboxFileSystem {
             reply.error(.noData)
             return
         }
-        let visible = name.string
-        if visible.hasPrefix("system.") { reply.error(.notSupported); return }
+        let visible = nameBytes(name.cString)
+        if isSystemNamespace(visible) || strcmp(name.cString, Self.selinuxName) == 0 { reply.error(.notSupported); return }
         if node.isSymlink { reply.error(.noData); return }
         do {
             let capacity = reply.capacity
-            let result: (Int, [UInt8]) = try withCString(XattrNames.backingName(for: visible)) { (backing) throws(Errno) in
+            let result: (Int, [UInt8]) = try withCName(XattrNames.backingName(for: visible)) { (backing) throws(Errno) in
                 if capacity == 0 {
                     return (try node.withFD { (fd) throws(Errno) in
                         try Backing.getxattr(fd, backing, into: UnsafeMutableRawBufferPointer(start: nil, count: 0))
@@ -76,6 +71,10 @@ extension SandboxFileSystem {
     }
 
     static let capabilityName = "security.capability"
+    /// The mount carries no SELinux labels (where SELinux runs, the kernel
+    /// answers this name itself and never asks): ENOTSUP, not ENODATA, so
+    /// that `ls -l` remembers it per device instead of asking per entry.
+    static let selinuxName = "security.selinux"
 
     public func listxattr(_ request: Request, node id: NodeID, reply: consuming ReplyXattr) {
         let node = nodes.node(id)
@@ -101,8 +100,7 @@ extension SandboxFileSystem {
             }
             var list: [UInt8] = []
             for backing in raw.split(separator: 0, omittingEmptySubsequences: true) {
-                let backingName = String(decoding: backing.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-                list += Array(XattrNames.mountName(for: backingName).utf8)
+                list += XattrNames.mountName(for: backing.map { UInt8(bitPattern: $0) })
                 list.append(0)
             }
             if reply.capacity == 0 {
@@ -119,21 +117,14 @@ extension SandboxFileSystem {
 
     public func removexattr(_ request: Request, node id: NodeID, name: FileName, reply: consuming ReplyStatus) {
         let node = nodes.node(id)
-        if let denied = denial(.removeExtendedAttribute(node.zone), request, path: { mountPath(of: node) }) {
-            reply.error(denied)
-            return
-        }
-        let visible = name.string
-        if visible.hasPrefix("system.") { reply.error(.notSupported); return }
-        if privilegedNamespace(visible) && request.caller.uid != 0 { reply.error(.notPermitted); return }
-        if node.isSymlink { reply.error(.noData); return }
-        do {
-            try withCString(XattrNames.backingName(for: visible)) { (backing) throws(Errno) in
+        send(guarded(.removeExtendedAttribute(zone(of: node)), request, at: .node(node)) { () throws(Errno) in
+            let visible = nameBytes(name.cString)
+            if isSystemNamespace(visible) { throw .notSupported }
+            if privilegedNamespace(visible) && request.caller.uid != 0 { throw .notPermitted }
+            if node.isSymlink { throw .noData }
+            try withCName(XattrNames.backingName(for: visible)) { (backing) throws(Errno) in
                 try node.withFD { (fd) throws(Errno) in try Backing.removexattr(fd, backing) }
             }
-            reply.ok()
-        } catch {
-            reply.error(error)
-        }
+        }, reply)
     }
 }

@@ -21,7 +21,8 @@ public final class SandboxFileSystem: FileSystemOperations {
     /// O_PATH descriptor of the folder shown as `<App>.app`, when it comes
     /// from outside the backing directory (`mount --bundle`).
     let bundleRoot: Int32?
-    let bundleName: String
+    /// `<App>.app`, as bytes: names are compared byte for byte (B2).
+    let bundleName: [UInt8]
     /// tmp's life with this mount (T2-T4), from the root descriptor opened
     /// at mount: the driver empties it before mounting and after its
     /// session ends.
@@ -55,8 +56,8 @@ public final class SandboxFileSystem: FileSystemOperations {
         var roots = [(fd: rootFD, path: configuration.backing)]
         if let bundleRoot, let bundle = configuration.bundleOverride { roots.append((bundleRoot, bundle)) }
         let cache = DescriptorCache(capacity: configuration.descriptorCacheSize ?? DescriptorCache.defaultCapacity(), roots: roots)
-        nodes = NodeTable(rootFD: rootFD, stat: rootStat, cache: cache)
-        bundleName = configuration.layout.bundleName
+        nodes = NodeTable(rootFD: rootFD, stat: rootStat, layout: configuration.layout, cache: cache)
+        bundleName = Array(configuration.layout.bundleName.utf8)
         denials = try DenialLog(file: configuration.denialLogFile)
     }
 
@@ -73,6 +74,9 @@ public final class SandboxFileSystem: FileSystemOperations {
         // out of the backing root.
         want.remove(.exportSupport)
         want.insert([.readdirPlus, .readdirPlusAuto, .parallelDirOps, .asyncRead, .atomicOTrunc])
+        // A symbolic link's target never changes (a new link is a new inode,
+        // hence a new node): the kernel may keep it in its page cache.
+        want.insert(.cacheSymlinks)
         // Locks stay in the kernel: with neither flag set it keeps POSIX and
         // flock locks itself, which is exact for a single mount.
         want.remove([.posixLocks, .flockLocks])
@@ -85,16 +89,31 @@ public final class SandboxFileSystem: FileSystemOperations {
 
     // MARK: Rule checks
 
-    /// Asks the policy about `operation`; on a denial logs it and answers the errno.
+    /// Where a change happens, for its denial line: a node, or a name in a folder.
+    enum Place {
+        case node(Node)
+        case child(Node, UnsafePointer<CChar>)
+    }
+
+    /// The one path of every change: ask the policy; on a denial log it
+    /// (the path is derived from the tree only then) and answer the rule's
+    /// errno, touching nothing; else make the change, whose errors come back
+    /// as they are.
     @inline(__always)
-    func denial(_ operation: FileOperation, _ request: Request, path: () -> String) -> Errno? {
-        switch SandboxPolicy.decide(operation) {
-        case .allow:
-            return nil
-        case .deny(let denial, let sandboxOperation):
-            denials.record(pid: request.caller.pid, operation: sandboxOperation, path: path())
-            return Errno(rawValue: denial.errno)
+    func guarded<T>(_ operation: FileOperation, _ request: Request, at place: Place,
+                    _ change: () throws(Errno) -> T) -> Result<T, Errno> {
+        guarded(SandboxPolicy.decide(operation), request, at: place, change)
+    }
+
+    /// The same for a verdict already taken (the escape check's).
+    @inline(__always)
+    func guarded<T>(_ verdict: Verdict, _ request: Request, at place: Place,
+                    _ change: () throws(Errno) -> T) -> Result<T, Errno> {
+        if case .deny(let denial, let sandboxOperation) = verdict {
+            denials.record(pid: request.caller.pid, operation: sandboxOperation, path: mountPath(place))
+            return .failure(Errno(rawValue: denial.errno))
         }
+        return Result(catching: change)
     }
 
     func entry(for node: Node, stat: stat) -> Entry {
@@ -102,8 +121,10 @@ public final class SandboxFileSystem: FileSystemOperations {
               entryTimeout: configuration.entryTimeout)
     }
 
+    func zone(of node: Node) -> Zone { nodes.zone(of: node) }
+
     func zone(ofChild name: UnsafePointer<CChar>, in parent: Node) -> Zone {
-        configuration.layout.zone(ofChild: String(cString: name), in: parent.zone)
+        nodes.zone(ofChild: nameBytes(name), in: parent)
     }
 
     /// Opens `name` in `parent` (O_PATH) and records a lookup of it.
@@ -111,8 +132,9 @@ public final class SandboxFileSystem: FileSystemOperations {
         // The kernel never asks for these without export support; refuse
         // them anyway so that ".." can never lead above the backing root.
         if Self.isDotOrDotDot(name) { throw .noSuchFileOrDirectory }
+        let bytes = nameBytes(name)
         let fd: Int32
-        if parent === nodes.root, let bundleRoot, String(cString: name) == bundleName {
+        if parent === nodes.root, let bundleRoot, bytes == bundleName {
             fd = try Backing.openPath(in: bundleRoot, ".")
         } else {
             fd = try parent.withFD { (folder) throws(Errno) in try Backing.openPath(in: folder, name) }
@@ -122,7 +144,7 @@ public final class SandboxFileSystem: FileSystemOperations {
             Backing.close(fd)
             throw error
         }
-        let node = nodes.remember(fd: fd, stat: attributes, zone: zone(ofChild: name, in: parent))
+        let node = nodes.remember(fd: fd, stat: attributes, parent: parent, name: bytes)
         return (node, attributes)
     }
 
@@ -145,66 +167,54 @@ public final class SandboxFileSystem: FileSystemOperations {
         }
     }
 
-    // MARK: Paths, for denial lines and escape checks (cold paths only)
+    // MARK: Paths, for denial lines and escape checks (from the tree)
 
-    /// The backing path of a node's file, from /proc.
-    func backingPath(of node: Node) -> String {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let count = (try? node.withFD { (fd) throws(Errno) in Glibc.readlink("/proc/self/fd/\(fd)", &buffer, buffer.count - 1) }) ?? -1
-        guard count > 0 else { return "?" }
-        return String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-
-    /// The node's path relative to the container root, as components.
-    func containerComponents(of node: Node) -> [String] {
-        if node === nodes.root { return [] }
-        let path = backingPath(of: node)
-        if let bundle = configuration.bundleOverride, path == bundle || path.hasPrefix(bundle + "/") {
-            return [bundleName] + path.dropFirst(bundle.count).split(separator: "/").map(String.init)
+    /// The absolute path through the mountpoint, for the denial log, as bytes.
+    func mountPath(_ place: Place) -> [UInt8] {
+        var components: [[UInt8]]
+        switch place {
+        case .node(let node):
+            components = nodes.components(of: node)
+        case .child(let folder, let name):
+            components = nodes.components(of: folder)
+            components.append(nameBytes(name))
         }
-        let root = configuration.backing
-        guard path.hasPrefix(root) else { return [] }
-        return path.dropFirst(root.count).split(separator: "/").map(String.init)
-    }
-
-    /// The absolute path through the mountpoint, for the denial log.
-    func mountPath(of node: Node, child: UnsafePointer<CChar>? = nil) -> String {
-        var components = containerComponents(of: node)
-        if let child { components.append(String(cString: child)) }
-        let base = configuration.mountpoint.hasSuffix("/") ? String(configuration.mountpoint.dropLast()) : configuration.mountpoint
-        return components.isEmpty ? configuration.mountpoint : base + "/" + components.joined(separator: "/")
+        var path = Array(configuration.mountpoint.utf8)
+        if path.last == UInt8(ascii: "/") && !components.isEmpty { path.removeLast() }
+        for name in components {
+            path.append(UInt8(ascii: "/"))
+            path += name
+        }
+        return path
     }
 }
 
+/// A name the kernel passed, as its bytes.
+@inline(__always)
+func nameBytes(_ name: UnsafePointer<CChar>) -> [UInt8] {
+    Array(UnsafeRawBufferPointer(start: name, count: strlen(name)))
+}
+
+// Answering a guarded change's result.
 extension SandboxFileSystem {
-    /// A folder moved to another zone: the kernel may still hold entries
-    /// below it, each looked up with the old zone. Ask it to forget the
-    /// folder's entries, so that the next lookups record the new zones.
-    /// Done on a thread of its own: the kernel waits for the rename to finish
-    /// before it drops anything, and a worker thread must not wait on that.
-    func forgetEntries(below folder: Node) {
-        guard let session = session.withLock({ $0 }) else { return }
-        let id = folder.id
-        guard let fd = try? folder.withFD({ (fd) throws(Errno) in try Backing.openDirectory(fd) }),
-              let stream = DirectoryStream(fd: fd) else { return }
-        var names: [String] = []
-        let folderZone = folder.zone
-        _ = stream.forEach(from: 0) { name, _, _, _ in
-            guard !Self.isDotOrDotDot(name) else { return true }
-            names.append(String(cString: name))
-            // Children the kernel holds get their new zone at once; deeper
-            // ones when the kernel looks them up again.
-            if let childStat = try? Backing.stat(in: fd, name), let child = nodes.existing(InodeKey(childStat)) {
-                child.zone = configuration.layout.zone(ofChild: String(cString: name), in: folderZone)
-            }
-            return true
+    func send(_ result: Result<Void, Errno>, _ reply: consuming ReplyStatus) {
+        switch result {
+        case .success: reply.ok()
+        case .failure(let error): reply.error(error)
         }
-        nodes.retain(folder)
-        let table = nodes
-        let listed = names
-        Thread.detachNewThread {
-            for name in listed { session.invalidateEntry(parent: id, name: name) }
-            table.forget(id, count: 1)
+    }
+
+    func send(_ result: Result<stat, Errno>, _ reply: consuming ReplyAttributes) {
+        switch result {
+        case .success(let attributes): reply.attributes(attributes, timeout: configuration.attributeTimeout)
+        case .failure(let error): reply.error(error)
+        }
+    }
+
+    func send(_ result: Result<Int, Errno>, _ reply: consuming ReplyWrite) {
+        switch result {
+        case .success(let count): reply.written(count)
+        case .failure(let error): reply.error(error)
         }
     }
 }

@@ -9,7 +9,7 @@ import SystemPackage
 /// Kept inline (no allocation per node): ext4's handles are 8 bytes, xfs's
 /// and btrfs's at most 24 without the parent. A larger one is refused and
 /// the node keeps its descriptor instead.
-public struct BackingHandle: Sendable {
+public struct BackingHandle: Sendable, Equatable {
     public static let capacity = 32
     public let type: Int32
     /// The mount the file was reached through; the handle is opened
@@ -34,6 +34,16 @@ public struct BackingHandle: Sendable {
         self.mountID = mountID
         self.length = UInt8(length)
         self.bytes = bytes
+    }
+}
+
+extension BackingHandle {
+    /// Two handles name the same file: the same bytes (on ext4 the inode
+    /// number and its generation, so a reused inode number gets another
+    /// handle) on the same mount.
+    public static func == (a: BackingHandle, b: BackingHandle) -> Bool {
+        a.type == b.type && a.mountID == b.mountID && a.length == b.length
+            && a.bytes.0 == b.bytes.0 && a.bytes.1 == b.bytes.1 && a.bytes.2 == b.bytes.2 && a.bytes.3 == b.bytes.3
     }
 }
 

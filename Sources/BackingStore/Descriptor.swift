@@ -102,6 +102,18 @@ public enum Backing {
         try check { readlinkat(fd, "", buffer.baseAddress!, buffer.count) }
     }
 
+    /// The target of the symbolic link `name` in `folder`, or nil when
+    /// `name` is not one (or is missing).
+    public static func linkTarget(in folder: Int32, _ name: UnsafePointer<CChar>) -> [UInt8]? {
+        var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX))
+        let count = buffer.withUnsafeMutableBufferPointer { b in
+            b.baseAddress!.withMemoryRebound(to: CChar.self, capacity: b.count) { readlinkat(folder, name, $0, b.count) }
+        }
+        guard count > 0 else { return nil }
+        buffer.removeLast(buffer.count - count)
+        return buffer
+    }
+
     // MARK: Attributes
 
     public static func chmod(_ fd: Int32, mode: mode_t) throws(Errno) {

@@ -29,18 +29,34 @@ public enum XattrNames {
 
     /// Whether a mount-side name has one of the kernel's namespaces.
     public static func hasNamespace(_ name: String) -> Bool {
-        namespaces.contains { name.hasPrefix($0) }
+        hasNamespace(Array(name.utf8))
     }
 
     /// The backing-store name for a name seen through the mount.
     public static func backingName(for name: String) -> String {
-        if name.hasPrefix(reservedPrefix) || !hasNamespace(name) { return reservedPrefix + name }
-        return name
+        String(decoding: backingName(for: Array(name.utf8)), as: UTF8.self)
     }
 
     /// The name seen through the mount for a backing-store name.
     public static func mountName(for backing: String) -> String {
-        guard backing.hasPrefix(reservedPrefix) else { return backing }
-        return String(backing.dropFirst(reservedPrefix.utf8.count))
+        String(decoding: mountName(for: Array(backing.utf8)), as: UTF8.self)
+    }
+
+    // Names are bytes: the kernel passes any bytes but "\0", and two names
+    // that differ in bytes are two attributes even when neither is UTF-8
+    // (as Strings both would become U+FFFD and share storage).
+
+    public static func hasNamespace(_ name: [UInt8]) -> Bool {
+        namespaces.contains { name.starts(with: $0.utf8) }
+    }
+
+    public static func backingName(for name: [UInt8]) -> [UInt8] {
+        if name.starts(with: reservedPrefix.utf8) || !hasNamespace(name) { return Array(reservedPrefix.utf8) + name }
+        return name
+    }
+
+    public static func mountName(for backing: [UInt8]) -> [UInt8] {
+        guard backing.starts(with: reservedPrefix.utf8) else { return backing }
+        return Array(backing.dropFirst(reservedPrefix.utf8.count))
     }
 }

@@ -7,9 +7,12 @@ import SystemPackage
 final class FileSystemBox: Sendable {
     let fileSystem: any FileSystemOperations
     let passthrough: PassthroughChannel
-    init(_ fileSystem: any FileSystemOperations, passthrough: Bool, killPrivV2: Bool) {
+    /// FUSE over io_uring, when asked for and the system lets a ring be made.
+    let ring: UringTransport?
+    init(_ fileSystem: any FileSystemOperations, passthrough: Bool, killPrivV2: Bool, ring: UringTransport? = nil) {
         self.fileSystem = fileSystem
         self.passthrough = PassthroughChannel(wanted: passthrough, killPrivV2: killPrivV2)
+        self.ring = ring
     }
 }
 

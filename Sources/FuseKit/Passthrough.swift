@@ -29,7 +29,8 @@ final class PassthroughChannel: Sendable {
     private struct State {
         var device: Int32 = -1
         var initUnique: UInt64 = 0
-        var offered = false
+        /// What INIT offered: bit 0 passthrough, bit 1 FUSE over io_uring.
+        var offers: Int32 = 0
         var granted = false
         var killPrivV2 = false
         /// The kernel refused a registration (not root, stacking, ...): later
@@ -117,20 +118,26 @@ final class PassthroughChannel: Sendable {
         guard cfuse_parse_init(buffer, length, &unique, &offers) != 0 else { return }
         state.withLock {
             $0.initUnique = unique
-            $0.offered = offers != 0
+            $0.offers = offers
         }
     }
 
-    fileprivate func send(_ fd: Int32, _ iov: UnsafeMutablePointer<iovec>, _ count: Int32) -> Int {
+    /// `ring`: the session's FUSE over io_uring transport, if it has one,
+    /// which INIT's reply asks for when the kernel offers it.
+    fileprivate func send(_ fd: Int32, _ iov: UnsafeMutablePointer<iovec>, _ count: Int32, ring: UringTransport?) -> Int {
         guard awaitingInit.load(ordering: .acquiring) else { return writev(fd, iov, count) }
         let unique = cfuse_reply_unique(iov, count)
-        let (isInitReply, offered) = state.withLock { ($0.initUnique != 0 && $0.initUnique == unique, $0.offered) }
+        let (isInitReply, offers) = state.withLock { ($0.initUnique != 0 && $0.initUnique == unique, $0.offers) }
         guard isInitReply else { return writev(fd, iov, count) }
         awaitingInit.store(false, ordering: .releasing)
-        guard offered else { return writev(fd, iov, count) }
+        let askPassthrough = wanted && offers & 1 != 0
+        let askRing = ring != nil && offers & 2 != 0
         var granted: Int32 = 0
-        let written = cfuse_send_init_reply(fd, iov, count, wantsKillPrivV2 ? 1 : 0, &granted)
+        let written = askPassthrough || askRing
+            ? cfuse_send_init_reply(fd, iov, count, askPassthrough ? 1 : 0, wantsKillPrivV2 ? 1 : 0, askRing ? 1 : 0, &granted)
+            : writev(fd, iov, count)
         let saved = errno
+        ring?.initAnswered(offered: offers & 2 != 0, granted: granted & 4 != 0)
         state.withLock {
             $0.granted = granted & 1 != 0
             $0.killPrivV2 = granted & 2 != 0
@@ -155,7 +162,10 @@ final class PassthroughChannel: Sendable {
         }
         io.writev = { fd, iov, count, userdata in
             guard let iov, let userdata else { return writev(fd, iov, count) }
-            return Unmanaged<FileSystemBox>.fromOpaque(userdata).takeUnretainedValue().passthrough.send(fd, iov, count)
+            let box = Unmanaged<FileSystemBox>.fromOpaque(userdata).takeUnretainedValue()
+            // A reply to a request that came through the ring goes back through it.
+            if let ring = box.ring, let written = ring.commit(iov, count) { return written }
+            return box.passthrough.send(fd, iov, count, ring: box.ring)
         }
         return io
     }

@@ -68,10 +68,14 @@ private func passthroughChannel(_ request: fuse_req_t) -> PassthroughChannel? {
 public struct ReplyEntry: ~Copyable {
     let request: fuse_req_t
     init(_ request: fuse_req_t) { self.request = request }
-    public consuming func entry(_ entry: Entry) {
+    /// False when the kernel did not take the answer (the caller went
+    /// away): then it holds no lookup of the node.
+    @discardableResult
+    public consuming func entry(_ entry: Entry) -> Bool {
         var e = entry.cValue
-        fuse_reply_entry(request, &e)
+        let sent = fuse_reply_entry(request, &e) == 0
         discard self
+        return sent
     }
     public consuming func error(_ errno: Errno) { fuse_reply_err(request, errno.rawValue); discard self }
     deinit { fuse_reply_err(request, EIO) }
@@ -85,24 +89,25 @@ public struct ReplyCreate: ~Copyable {
         self.request = request
         self.info = info
     }
-    public consuming func created(_ entry: Entry, handle: FileHandle, options: OpenOptions = OpenOptions()) {
+    /// False when the kernel did not take the answer (the caller went
+    /// away): then it holds neither the handle (no release will come for
+    /// it) nor a lookup of the node.
+    @discardableResult
+    public consuming func created(_ entry: Entry, handle: FileHandle, options: OpenOptions = OpenOptions()) -> Bool {
         var e = entry.cValue
         if let descriptor = options.backingDescriptor,
            let channel = passthroughChannel(request),
            let backing = channel.acquire(node: entry.node.rawValue, handle: handle.rawValue, descriptor: descriptor) {
-            if cfuse_reply_create_passthrough(request, &e, handle.rawValue, options.kernelFlags, backing) != 0 {
-                channel.release(node: entry.node.rawValue, handle: handle.rawValue)
-            }
+            let sent = cfuse_reply_create_passthrough(request, &e, handle.rawValue, options.kernelFlags, backing) == 0
+            if !sent { channel.release(node: entry.node.rawValue, handle: handle.rawValue) }
             discard self
-            return
+            return sent
         }
         info.pointee.fh = handle.rawValue
         options.apply(to: info)
-        if fuse_reply_create(request, &e, info) != 0 {
-            // The caller went away: the kernel will never release this handle.
-            // Nothing to do here; the owner sees it as an open that never closes.
-        }
+        let sent = fuse_reply_create(request, &e, info) == 0
         discard self
+        return sent
     }
     public consuming func error(_ errno: Errno) { fuse_reply_err(request, errno.rawValue); discard self }
     deinit { fuse_reply_err(request, EIO) }
@@ -131,21 +136,23 @@ public struct ReplyOpen: ~Copyable {
         self.info = info
         self.node = node
     }
-    public consuming func opened(_ handle: FileHandle, options: OpenOptions = OpenOptions()) {
+    /// False when the kernel did not take the answer (the opener went
+    /// away): no release will come for the handle.
+    @discardableResult
+    public consuming func opened(_ handle: FileHandle, options: OpenOptions = OpenOptions()) -> Bool {
         if let descriptor = options.backingDescriptor,
            let channel = passthroughChannel(request),
            let backing = channel.acquire(node: node.rawValue, handle: handle.rawValue, descriptor: descriptor) {
-            if cfuse_reply_open_passthrough(request, handle.rawValue, options.kernelFlags, backing) != 0 {
-                // The opener went away: no release will come for this handle.
-                channel.release(node: node.rawValue, handle: handle.rawValue)
-            }
+            let sent = cfuse_reply_open_passthrough(request, handle.rawValue, options.kernelFlags, backing) == 0
+            if !sent { channel.release(node: node.rawValue, handle: handle.rawValue) }
             discard self
-            return
+            return sent
         }
         info.pointee.fh = handle.rawValue
         options.apply(to: info)
-        fuse_reply_open(request, info)
+        let sent = fuse_reply_open(request, info) == 0
         discard self
+        return sent
     }
     public consuming func error(_ errno: Errno) { fuse_reply_err(request, errno.rawValue); discard self }
     deinit { fuse_reply_err(request, EIO) }

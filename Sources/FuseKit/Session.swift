@@ -24,14 +24,20 @@ public final class FuseSession: @unchecked Sendable {
     /// `killPrivV2`: with passthrough, also take over clearing set-ID bits
     /// (see `Request.serverClearsSetIDBits`), which spares the kernel a
     /// GETXATTR round trip before every passthrough write.
+    /// `ioUring`: serve requests through FUSE over io_uring when the kernel
+    /// offers it at INIT (see `UringTransport`); `log` gets one line saying
+    /// whether it is used, and why not.
     public init(fileSystem: any FileSystemOperations, options: [String], debug: Bool = false,
-                passthrough: Bool = false, killPrivV2: Bool = true) throws {
+                passthrough: Bool = false, killPrivV2: Bool = true, ioUring: Bool = false,
+                log: @escaping @Sendable (String) -> Void = { _ in }) throws {
         var arguments = ["appsandboxfs"]
         if !options.isEmpty { arguments += ["-o", options.joined(separator: ",")] }
         if debug { arguments.append("-d") }
         var cStrings: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) }
         defer { cStrings.forEach { free($0) } }
-        let box = Unmanaged.passRetained(FileSystemBox(fileSystem, passthrough: passthrough, killPrivV2: killPrivV2))
+        let ring = ioUring ? UringTransport.make(log: log) : nil
+        let box = Unmanaged.passRetained(FileSystemBox(fileSystem, passthrough: passthrough, killPrivV2: killPrivV2,
+                                                       ring: ring))
         var ops = makeOperationTable()
         // libfuse explains a refusal on standard error; catch it so the
         // caller can say it in one line of its own.
@@ -82,11 +88,15 @@ public final class FuseSession: @unchecked Sendable {
         }
         mounted = true
         let channel = box.takeUnretainedValue().passthrough
-        if channel.wanted {
+        let ring = box.takeUnretainedValue().ring
+        if channel.wanted || ring != nil {
             // Before the loop reads INIT, whose reply must carry the grant.
             var io = PassthroughChannel.io
             let device = fuse_session_fd(session)
-            if fuse_session_custom_io(session, &io, device) == 0 { channel.attach(device: device) }
+            if fuse_session_custom_io(session, &io, device) == 0 {
+                channel.attach(device: device)
+                ring?.attach(session: session, device: device)
+            }
         }
     }
 
@@ -96,6 +106,7 @@ public final class FuseSession: @unchecked Sendable {
     @discardableResult
     public func run(maxThreads: Int) -> Int32 {
         let status = WorkerLoop(session: session, threadCount: maxThreads).run()
+        box.takeUnretainedValue().ring?.stop()
         // The handlers stay until the session goes: a second SIGTERM during
         // the owner's clean-up after the loop must not kill the process.
         unmount()
@@ -104,6 +115,10 @@ public final class FuseSession: @unchecked Sendable {
 
     /// Whether the kernel took up passthrough at INIT (false before INIT).
     public var passthroughGranted: Bool { box.takeUnretainedValue().passthrough.granted }
+
+    /// Requests that came through FUSE over io_uring (nil: not asked for, or
+    /// no ring could be made).
+    public var ringRequestsServed: Int? { box.takeUnretainedValue().ring?.requestsServed }
 
     /// Whether the kernel took up FUSE_HANDLE_KILLPRIV_V2 at INIT.
     public var killPrivV2Granted: Bool { box.takeUnretainedValue().passthrough.killPrivV2 }

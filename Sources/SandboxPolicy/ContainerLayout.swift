@@ -49,18 +49,25 @@ public struct ContainerLayout: Sendable, Hashable {
     /// their own; below any other folder a child shares its parent's content
     /// zone. No allocation: at most a few byte comparisons of `name`.
     public func zone(ofChild name: String, in parent: Zone) -> Zone {
+        zone(ofChild: name.utf8, in: parent)
+    }
+
+    /// The same for a name given as its bytes (names are bytes: one that is
+    /// not UTF-8 is still a name, and never a system folder's).
+    @inlinable
+    public func zone(ofChild name: some Collection<UInt8>, in parent: Zone) -> Zone {
         switch parent {
         case .root:
-            if name.hasSameBytes(as: bundleName) { return .bundleFolder }
-            if name.hasSameBytes(as: "Documents") { return .documentsFolder }
-            if name.hasSameBytes(as: "Library") { return .libraryFolder }
-            if name.hasSameBytes(as: "tmp") { return .tmpFolder }
+            if name.elementsEqual(bundleName.utf8) { return .bundleFolder }
+            if name.elementsEqual("Documents".utf8) { return .documentsFolder }
+            if name.elementsEqual("Library".utf8) { return .libraryFolder }
+            if name.elementsEqual("tmp".utf8) { return .tmpFolder }
             return .rootOther
         case .documentsFolder:
-            return name.hasSameBytes(as: "Inbox") ? .inboxFolder : .documents
+            return name.elementsEqual("Inbox".utf8) ? .inboxFolder : .documents
         case .libraryFolder:
-            if name.hasSameBytes(as: "Caches") { return .cachesFolder }
-            if name.hasSameBytes(as: "Preferences") { return .preferencesFolder }
+            if name.elementsEqual("Caches".utf8) { return .cachesFolder }
+            if name.elementsEqual("Preferences".utf8) { return .preferencesFolder }
             return .library
         case .bundleFolder, .bundle: return .bundle
         case .documents: return .documents
@@ -73,11 +80,25 @@ public struct ContainerLayout: Sendable, Hashable {
         }
     }
 
+    /// How many names from the root decide a zone: below the third one every
+    /// child shares its folder's content zone, so a node's zone needs only
+    /// its first `zoneDepth` ancestors' names (`NodeTree` relies on this).
+    public static let zoneDepth = 3
+
     /// The zone of a path given as components relative to the container root,
     /// e.g. `["Documents", "Inbox", "a.pdf"]`; `[]` is the root.
     /// The components must be folded already (no `.`, `..` or empty ones), as
     /// `EscapeCheck.resolveInside` returns them.
     public func zone(ofPath components: [String]) -> Zone {
+        var zone = Zone.root
+        for name in components {
+            zone = self.zone(ofChild: name, in: zone)
+        }
+        return zone
+    }
+
+    /// The same for components given as bytes.
+    public func zone(ofPath components: [[UInt8]]) -> Zone {
         var zone = Zone.root
         for name in components {
             zone = self.zone(ofChild: name, in: zone)

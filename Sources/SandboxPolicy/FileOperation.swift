@@ -34,6 +34,9 @@ public enum FileOperation: Sendable, Hashable {
     /// the zone of the destination folder, `replacing` the zone of the
     /// destination entry when one exists (plain rename overwrites it).
     case rename(entry: Zone, into: Zone, replacing: Zone?)
+    /// RENAME_WHITEOUT: a rename that also leaves a new entry (a whiteout
+    /// device) at the old name, in the folder of zone `from`.
+    case renameLeavingWhiteout(entry: Zone, from: Zone, into: Zone, replacing: Zone?)
     /// RENAME_EXCHANGE: the zones of both entries; each moves into the other's folder.
     case exchange(first: Zone, second: Zone)
     /// O_WRONLY or O_RDWR give `write`; O_TRUNC gives `truncate` (Linux

@@ -15,7 +15,8 @@
 //    a row per zone, a column per kind of change. `decide` only picks the
 //    cells an operation touches and keeps the most severe.
 //
-// Symbolic link targets are judged apart, lexically, by `EscapeCheck` (E1, E2).
+// Symbolic link targets are judged apart by `EscapeCheck` (E1, E2), which
+// walks them as the kernel will, reading links through the driver.
 // Reads are never judged: they are always allowed.
 //
 // No I/O and no FUSE here, so every cell of the table is unit-tested.
@@ -36,13 +37,12 @@ public enum SandboxPolicy {
             return verdict(ZoneRules.of(entry).remove, .fileWriteUnlink)
 
         case .rename(let entry, let folder, let replaced):
-            // The entry leaves its place, the folder gains a name, and a
-            // replaced entry loses its name.
-            var outcome = max(ZoneRules.of(entry).remove, ZoneRules.of(folder).add)
-            if let replaced {
-                outcome = max(outcome, ZoneRules.of(replaced).remove)
-            }
-            return verdict(outcome, .fileWriteRename)
+            return verdict(renaming(entry, into: folder, replacing: replaced), .fileWriteRename)
+
+        case .renameLeavingWhiteout(let entry, let from, let folder, let replaced):
+            // A rename, and a name (the whiteout) added to the folder it leaves.
+            return verdict(max(renaming(entry, into: folder, replacing: replaced), ZoneRules.of(from).add),
+                           .fileWriteRename)
 
         case .exchange(let first, let second):
             // Both entries leave their places and each enters the other's
@@ -90,6 +90,16 @@ public enum SandboxPolicy {
         consider(.size, rules.data, .fileWriteData)
         consider(.times, rules.times, .fileWriteTimes)
         return verdict(worst, operation)
+    }
+
+    /// The entry leaves its place, the folder gains a name, and a replaced
+    /// entry loses its name.
+    private static func renaming(_ entry: Zone, into folder: Zone, replacing replaced: Zone?) -> Outcome {
+        var outcome = max(ZoneRules.of(entry).remove, ZoneRules.of(folder).add)
+        if let replaced {
+            outcome = max(outcome, ZoneRules.of(replaced).remove)
+        }
+        return outcome
     }
 
     private static func verdict(_ outcome: Outcome, _ operation: SandboxOperation) -> Verdict {

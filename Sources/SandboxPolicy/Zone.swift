@@ -3,7 +3,7 @@
 /// The zone of an entry is all the policy needs to know about it: the rules of
 /// `RuleTable.swift` are written per zone. A zone is derived from names alone
 /// (see `ContainerLayout.zone(ofChild:in:)`), one path component at a time, so
-/// the driver can keep it beside each inode and never look at a full path.
+/// the driver reads it off its tree of names and never looks at a full path.
 ///
 /// Each system folder has two zones, "the folder itself" (`documentsFolder`)
 /// and "what lies below it" (`documents`), because the folder itself has rules

@@ -52,7 +52,7 @@ struct MountCommand: ParsableCommand {
     @Flag(help: "If the mountpoint is a stale mount (its driver died), clean it up first.")
     var recover = false
 
-    @Option(help: "Seconds the kernel may cache names and attributes.")
+    @Option(help: "Seconds the kernel may cache names (attributes: at most 1 s, so that a change made in the backing directory shows).")
     var cacheTimeout: Double = 86400
 
     @Flag(inversion: .prefixedNo, help: "Let the kernel cache writes and send them in large batches (writeback cache).")
@@ -66,6 +66,10 @@ struct MountCommand: ParsableCommand {
     /// kernel, at a GETXATTR round trip per passthrough write.
     @Flag(name: .customLong("killpriv-v2"), inversion: .prefixedNo, help: .hidden)
     var killPrivV2 = true
+
+    @Flag(name: .customLong("io-uring"),
+          help: "Serve requests through FUSE over io_uring when the kernel offers it (Linux 6.14+, fuse module parameter enable_uring=Y, which this option does not set); else /dev/fuse, with one line saying why.")
+    var ioUring = false
 
     @Flag(inversion: .prefixedNo, help: "Keep the kernel's page cache of a file across opens.")
     var keepCache = true
@@ -123,7 +127,7 @@ struct MountCommand: ParsableCommand {
         configuration.keepTmp = keepTmp
         configuration.denialLogFile = denialLog.map(absolutePath)
         configuration.entryTimeout = cacheTimeout
-        configuration.attributeTimeout = cacheTimeout
+        configuration.attributeTimeout = min(cacheTimeout, MountConfiguration.longestAttributeTimeout)
         configuration.maxThreads = threads
         configuration.descriptorCacheSize = descriptorCache
         configuration.writebackCache = writeback
@@ -142,10 +146,14 @@ struct MountCommand: ParsableCommand {
         let session: FuseSession
         do {
             fileSystem = try SandboxFileSystem(configuration: configuration, logger: logger)
+            // `-o io_uring` is this driver's, as --io-uring; libfuse would refuse it.
+            let given = options.flatMap { $0.split(separator: ",").map(String.init) }
             let mountOptions = ["allow_other", "default_permissions", "fsname=\(backingPath)", "subtype=appsandboxfs"]
-                + options.flatMap { $0.split(separator: ",").map(String.init) }
+                + given.filter { $0 != "io_uring" }
+            let transportLogger = logger
             session = try FuseSession(fileSystem: fileSystem, options: mountOptions, debug: debug,
-                                      passthrough: configuration.usesPassthrough, killPrivV2: configuration.killPrivV2)
+                                      passthrough: configuration.usesPassthrough, killPrivV2: configuration.killPrivV2,
+                                      ioUring: ioUring || given.contains("io_uring"), log: { transportLogger.notice("\($0)") })
         } catch {
             Daemon.reportFailure("\(error)", readyFD: readyFD)
             throw ExitCode(1)

@@ -1,0 +1,264 @@
+import BackingStore
+import CLinux
+import FuseKit
+import Glibc
+import SandboxPolicy
+import Synchronization
+
+/// All nodes the kernel holds, in two shapes under one lock:
+///
+/// - an index by the backing file's (st_dev, st_ino), so that a lookup of a
+///   file the kernel already knows (by another name: a hard link) finds its
+///   node;
+/// - a tree of names that mirrors the kernel's own: each node knows its
+///   folder's node and its name there, each folder the names of it the
+///   kernel holds. Lookup, create, link, rename and unlink keep it as the
+///   kernel keeps its dentries, so a node's zone and its container path are
+///   derived from it, exactly and without a system call, and a node below a
+///   folder that moved is at its new place at once.
+///
+/// A file with several names (hard links) has one place: the name the
+/// kernel used last (lookup, create, link, the target of a rename). FUSE
+/// gives one node id per file, so a request never says through which name
+/// it came; the last name used is the kernel's own choice of dentry. When
+/// that name goes (unlink) the node keeps its place until another name of
+/// it is looked up: a file open after its last name went is judged where it
+/// was.
+///
+/// No system call is made under the lock: whatever needs the backing store
+/// (a descriptor, a file handle) is obtained before taking it.
+final class NodeTable: Sendable {
+    let root: Node
+    let cache: DescriptorCache
+    let layout: ContainerLayout
+    private let state = Locked<[InodeKey: Node]>([:])
+    /// The most nodes held since the table last shrank. Changed only under
+    /// the lock.
+    private let peak = Atomic<Int>(0)
+
+    init(rootFD: Int32, stat: stat, layout: ContainerLayout, cache: DescriptorCache) {
+        self.cache = cache
+        self.layout = layout
+        root = Node(fd: rootFD, stat: stat, parent: nil, name: [], handle: nil, cache: cache)
+    }
+
+    /// The node behind a node id. The id must be one the kernel still holds.
+    @inline(__always)
+    func node(_ id: NodeID) -> Node {
+        if id == .root { return root }
+        return Unmanaged<Node>.fromOpaque(UnsafeRawPointer(bitPattern: UInt(id.rawValue))!).takeUnretainedValue()
+    }
+
+    // MARK: Lookups
+
+    /// Records one more lookup of the file opened as `fd` (which the table
+    /// takes), found as `name` in `parent`. If the table already has a node
+    /// for that file, that node is returned, at its new place.
+    ///
+    /// A node found by (st_dev, st_ino) is the same file only if it holds a
+    /// descriptor now (then its inode cannot have been freed and its number
+    /// reused: `fd` and that descriptor hold the same inode) or if its file
+    /// handle equals the new file's (the handle carries the inode's
+    /// generation). Otherwise the old file was deleted and its inode number
+    /// reused: the new file gets a node of its own, and the old node lives
+    /// on, detached from the index, until the kernel forgets it (its
+    /// descriptor, if it ever gets one, reaches only the old file).
+    func remember(fd: Int32, stat: stat, parent: Node, name: [UInt8]) -> Node {
+        let key = InodeKey(stat)
+        if key == root.key {
+            Backing.close(fd)
+            return root
+        }
+        // The common case: a known node with its descriptor open.
+        let pinned = state.withLock { index -> (Node, Node.Borrowed)? in
+            guard let existing = index[key], let borrowed = existing.pinIfOpen() else { return nil }
+            addLookup(existing)
+            place(existing, in: parent, as: name)
+            return (existing, borrowed)
+        }
+        if let (node, borrowed) = pinned {
+            node.giveBack(borrowed)
+            Backing.close(fd)
+            return node
+        }
+        // The handle is made outside the lock: another thread may make a
+        // node for the same file meanwhile, and then this one is dropped.
+        let handle = cache.handle(for: fd)
+        let made = Node(fd: fd, stat: stat, parent: parent, name: name, handle: handle, cache: cache)
+        var pin: Node.Borrowed?
+        let node = state.withLock { index -> Node in
+            if let existing = index[key] {
+                var same = existing.handle != nil && existing.handle == handle
+                if !same, let borrowed = existing.pinIfOpen() { (same, pin) = (true, borrowed) }
+                if same {
+                    addLookup(existing)
+                    place(existing, in: parent, as: name)
+                    return existing
+                }
+            }
+            index[key] = made
+            addLookup(made)
+            place(made, in: parent, as: name, isNew: true)
+            if index.count > peak.load(ordering: .relaxed) { peak.store(index.count, ordering: .relaxed) }
+            return made
+        }
+        if let pin { node.giveBack(pin) }
+        if node === made {
+            if made.handle != nil { cache.admit(made) }
+        } else {
+            // `made` was never handed out (it closes nothing when it goes):
+            // its descriptor goes to the node found, or is closed.
+            cache.offer(fd, to: node)
+        }
+        return node
+    }
+
+    /// One more lookup; the first one takes the kernel's reference. Under the lock.
+    private func addLookup(_ node: Node) {
+        if node.lookups.add(1, ordering: .relaxed).newValue == 1 {
+            _ = Unmanaged.passUnretained(node).retain()
+        }
+    }
+
+    /// The kernel forgot `count` lookups of a node.
+    func forget(_ id: NodeID, count: UInt64) {
+        guard id != .root else { return }
+        let node = node(id)
+        var shrank = false
+        let dropped = state.withLock { index -> Bool in
+            let left = node.lookups.subtract(min(count, node.lookups.load(ordering: .relaxed)), ordering: .relaxed).newValue
+            guard left == 0 else { return false }
+            if index[node.key] === node { index[node.key] = nil }
+            if let parent = node.parent, parent.children[node.name] === node { parent.children[node.name] = nil }
+            shrank = shrinkIfMostlyEmpty(&index)
+            return true
+        }
+        if dropped {
+            cache.retire(node)
+            // The kernel's reference: the node may go now (its children,
+            // if any are still known, keep it as their parent).
+            Unmanaged.passUnretained(node).release()
+        }
+        // The kernel forgot most of what it knew (memory pressure): give
+        // the freed nodes' memory back, which free() alone keeps in the
+        // worker threads' arenas.
+        if shrank { asfs_malloc_trim() }
+    }
+
+    /// A dictionary never gives back its storage as it empties: rebuild it
+    /// once it is down to a quarter of its peak (amortized: each rebuild
+    /// follows three times as many removals).
+    private func shrinkIfMostlyEmpty(_ index: inout [InodeKey: Node]) -> Bool {
+        let high = peak.load(ordering: .relaxed)
+        guard high >= 4096, index.count * 4 < high else { return false }
+        index = Dictionary(uniqueKeysWithValues: index.map { ($0.key, $0.value) })
+        peak.store(index.count, ordering: .relaxed)
+        return true
+    }
+
+    /// The node for a backing file, if the kernel holds one.
+    func existing(_ key: InodeKey) -> Node? {
+        state.withLock { $0[key] }
+    }
+
+    var count: Int { state.withLock { $0.count } }
+
+    /// Before `name` in `folder` loses its name (unlink, rmdir, rename over
+    /// it): if that is the file's last name and the kernel knows the file,
+    /// its node keeps its descriptor, which still reaches the file (fstat
+    /// of an open file, setattr through it) where a handle would not.
+    func keepIfLastName(in folder: Int32, _ name: UnsafePointer<CChar>) {
+        guard cache.usesHandles, let stat = try? Backing.stat(in: folder, name),
+              stat.st_mode & S_IFMT == S_IFDIR || stat.st_nlink <= 1,
+              let node = existing(InodeKey(stat)) else { return }
+        cache.keep(node)
+    }
+
+    // MARK: The name tree
+
+    /// Puts `node` at `name` in `parent`. Under the lock. A move that would
+    /// put a folder below itself (a tree gone stale by changes made in the
+    /// backing directory behind the driver's back) is refused: the node
+    /// stays where it was, and the tree stays a tree.
+    private func place(_ node: Node, in parent: Node, as name: [UInt8], isNew: Bool = false) {
+        if !isNew {
+            if node === root { return }
+            if node.parent !== parent || node.name != name {
+                var ancestor: Node? = parent
+                while let current = ancestor {
+                    if current === node { return }
+                    ancestor = current.parent
+                }
+                if let old = node.parent, old.children[node.name] === node { old.children[node.name] = nil }
+                node.parent = parent
+                node.name = name
+            }
+        }
+        if parent.children[name] !== node { parent.children[name] = node }
+    }
+
+    /// The kernel's view of a rename that succeeded: the node at `name` in
+    /// `parent` is now `newName` in `newParent`; with `exchange` the node
+    /// that was there took the old place, else that node lost its name.
+    func renamed(_ name: [UInt8], in parent: Node, to newName: [UInt8], in newParent: Node, exchange: Bool) {
+        state.withLock { _ in
+            let moved = parent.children[name]
+            let other = newParent.children[newName]
+            if moved != nil { parent.children[name] = nil }
+            if other != nil { newParent.children[newName] = nil }
+            if let moved { place(moved, in: newParent, as: newName) }
+            if exchange, let other { place(other, in: parent, as: name) }
+        }
+    }
+
+    /// The kernel's view of an unlink or rmdir that succeeded: `name` is
+    /// gone from `parent`. Its node keeps its place (see the type's comment).
+    func removed(_ name: [UInt8], in parent: Node) {
+        state.withLock { _ in parent.children[name] = nil }
+    }
+
+    /// The zone of a node, from its first `ContainerLayout.zoneDepth` names.
+    func zone(of node: Node) -> Zone {
+        state.withLock { _ in zoneLocked(node) }
+    }
+
+    /// The zone an entry `name` of `parent` has (or would have).
+    func zone(ofChild name: some Collection<UInt8>, in parent: Node) -> Zone {
+        let folder = zone(of: parent)
+        return layout.zone(ofChild: name, in: folder)
+    }
+
+    private func zoneLocked(_ node: Node) -> Zone {
+        // Walk to the root keeping the last three nodes met: the root's
+        // child, its child and its child's child.
+        var current = node
+        var first: Node?, second: Node?, third: Node?
+        while let parent = current.parent {
+            (third, second, first) = (second, first, current)
+            current = parent
+        }
+        var zone = Zone.root
+        if let first { zone = layout.zone(ofChild: first.name, in: zone) }
+        if let second { zone = layout.zone(ofChild: second.name, in: zone) }
+        if let third { zone = layout.zone(ofChild: third.name, in: zone) }
+        return zone
+    }
+
+    /// The folder holding the node's name (nil for the root).
+    func parent(of node: Node) -> Node? {
+        state.withLock { _ in node.parent }
+    }
+
+    /// The node's path from the container root, as names.
+    func components(of node: Node) -> [[UInt8]] {
+        state.withLock { _ in
+            var names: [[UInt8]] = []
+            var current = node
+            while let parent = current.parent {
+                names.append(current.name)
+                current = parent
+            }
+            return names.reversed()
+        }
+    }
+}

@@ -1,0 +1,53 @@
+import BackingStore
+import FuseKit
+import Glibc
+import SystemPackage
+import SandboxPolicy
+
+// E1 and E2: where a symbolic link leads, resolved as the kernel will
+// resolve it, following the container's own links through the backing store.
+extension SandboxFileSystem {
+    /// `.allow` when `target`, held by a link in `folder`, stays inside the
+    /// container; else `denial`.
+    func escapeVerdict(target: [UInt8], inFolder folder: Node, denial: Verdict) -> Verdict {
+        let inside = EscapeCheck.resolveInside(target: target, linkFolder: nodes.components(of: folder),
+                                               mountpoint: configuration.mountpoint,
+                                               readLink: { linkTarget(at: $0) })
+        return inside == nil ? denial : .allow
+    }
+
+    /// The target of the symbolic link at a container path, or nil when
+    /// there is none. Walks from the root descriptor one name at a time,
+    /// never following a link (E3); the bundle shown from elsewhere
+    /// (`--bundle`) is entered through its own descriptor.
+    func linkTarget(at path: [[UInt8]]) -> [UInt8]? {
+        guard let last = path.last else { return nil }
+        if path.count == 1 && bundleRoot != nil && last == bundleName { return nil }
+        return try? nodes.root.withFD { (rootFD) throws(Errno) -> [UInt8]? in
+            var opened: [Int32] = []
+            defer { for fd in opened { Backing.close(fd) } }
+            var folder = rootFD
+            for (depth, name) in path.dropLast().enumerated() {
+                let fd: Int32
+                if depth == 0, let bundleRoot, name == bundleName {
+                    fd = try Backing.openPath(in: bundleRoot, ".")
+                } else {
+                    fd = try withCName(name) { (cName) throws(Errno) in try Backing.openPath(in: folder, cName) }
+                }
+                opened.append(fd)
+                folder = fd
+            }
+            let at = folder
+            return try withCName(last) { (cName) throws(Errno) in Backing.linkTarget(in: at, cName) }
+        }
+    }
+}
+
+/// Runs `body` with a name's bytes as a C string.
+func withCName<T>(_ name: [UInt8], _ body: (UnsafePointer<CChar>) throws(Errno) -> T) throws(Errno) -> T {
+    let terminated = name + [0]
+    let result = terminated.withUnsafeBytes { bytes in
+        Result { () throws(Errno) in try body(bytes.baseAddress!.assumingMemoryBound(to: CChar.self)) }
+    }
+    return try result.get()
+}
