@@ -1,11 +1,18 @@
 // swift-tools-version: 6.0
 import PackageDescription
 
+// The driver (libfuse, Linux system calls) builds on Linux only. An iOS
+// team's package can depend on ContainerFiles (its app code) and
+// AppSandboxTesting (its tests) on every platform: neither needs a FUSE
+// target, and the package sets no minimum platform versions, so a
+// dependent package keeps its own. See docs/ci.md.
 let package = Package(
     name: "appsandboxfs",
-    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "appsandboxfs", targets: ["appsandboxfs"]),
+        // For app code shared between iOS and Linux: the folders, the
+        // "do not back up" flag and protection classes as on a device.
+        .library(name: "ContainerFiles", targets: ["ContainerFiles"]),
         .library(name: "SandboxPolicy", targets: ["SandboxPolicy"]),
         .library(name: "FuseKit", targets: ["FuseKit"]),
         // For tests of code that uses a container: mount one, always unmount.
@@ -20,15 +27,21 @@ let package = Package(
         // libfuse3's low-level API, seen through a small shim header.
         .systemLibrary(name: "CFuse", path: "CFuse", pkgConfig: "fuse3",
                        providers: [.apt(["libfuse3-dev"])]),
+        // A value behind a pthread mutex (seen by ThreadSanitizer).
+        .target(name: "Locking"),
         // The Swift face of libfuse: knows nothing of iOS.
         .target(name: "FuseKit", dependencies: [
-            "CFuse", "CLinux",
+            "CFuse", "CLinux", "Locking",
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         // Zones, rules, decisions: no FUSE, no I/O.
         .target(name: "SandboxPolicy"),
         // Linux calls that Swift's Glibc module hides (_GNU_SOURCE ones).
         .target(name: "CLinux"),
+        // The one process spawner (posix_spawn, waitpid on one pid).
+        .target(name: "Spawning", dependencies: ["CLinux"]),
+        // The one /proc/self/mountinfo reader and stale-mount check.
+        .target(name: "MountInfo"),
         // Descriptor-relative I/O under the backing root.
         .target(name: "BackingStore", dependencies: [
             "CLinux",
@@ -36,41 +49,57 @@ let package = Package(
         ]),
         // The file system that joins the three above.
         .target(name: "AppSandboxFS", dependencies: [
-            "FuseKit", "SandboxPolicy", "BackingStore", "CLinux",
+            "FuseKit", "SandboxPolicy", "BackingStore", "CLinux", "Locking", "Spawning",
             .product(name: "SystemPackage", package: "swift-system"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         // What a backup holds (K1), purging (K2), backup archives (K3).
         .target(name: "ContainerBackup", dependencies: [
-            "SandboxPolicy", "BackingStore", "CLinux",
+            "SandboxPolicy", "BackingStore", "CLinux", "ContainerFiles", "Spawning",
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         .executableTarget(name: "appsandboxfs", dependencies: [
-            "AppSandboxFS", "FuseKit", "SandboxPolicy", "BackingStore", "ContainerBackup", "CLinux",
+            "AppSandboxFS", "FuseKit", "SandboxPolicy", "BackingStore", "ContainerBackup", "Spawning", "MountInfo",
+            "CLinux", "Locking", "ContainerFiles",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
-        // The test fixture: a container mounted by the real driver.
-        .target(name: "AppSandboxTesting"),
+        // iOS storage calls Foundation on Linux lacks, and the environment
+        // under which it finds the container's folders. Foundation only:
+        // it builds for iOS, macOS and Linux.
+        .target(name: "ContainerFiles"),
+        // The test fixture: a container mounted by the real driver (which
+        // it runs as a program, so it needs no FUSE target; it mounts on
+        // Linux only, and builds everywhere).
+        .target(name: "AppSandboxTesting", dependencies: ["ContainerFiles", "Spawning", "MountInfo"]),
         // A small program that runs scripted system calls, so tests can make
         // them as another user (setpriv) and compare two directories.
         .executableTarget(name: "fsprobe", path: "Tests/fsprobe"),
+        // A program that stores data as a typical iOS app does (or breaks
+        // one storage guideline when asked), for tests that run it inside
+        // a container with `appsandboxfs run`.
+        .executableTarget(name: "typicalapp", dependencies: ["ContainerFiles"], path: "Tests/typicalapp"),
         .testTarget(name: "SandboxPolicyTests", dependencies: ["SandboxPolicy"]),
         // The node tree and the descriptor cache's slots, without FUSE.
         .testTarget(name: "AppSandboxFSTests", dependencies: [
             "AppSandboxFS", "BackingStore", "SandboxPolicy", "FuseKit",
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
-        .testTarget(name: "ContainerBackupTests", dependencies: ["ContainerBackup", "BackingStore"]),
+        .testTarget(name: "ContainerBackupTests", dependencies: ["ContainerBackup", "BackingStore", "Spawning"]),
         .testTarget(name: "IntegrationTests", dependencies: [
-            "appsandboxfs", "fsprobe",
+            "appsandboxfs", "fsprobe", "typicalapp", "AppSandboxTesting", "Spawning", "MountInfo",
+        ]),
+        // ContainerFiles on its own, in a mounted container, and the Swift
+        // code the docs show, compiled against the built modules.
+        .testTarget(name: "ContainerFilesTests", dependencies: [
+            "ContainerFiles", "ContainerBackup", "SandboxPolicy", "AppSandboxTesting", "appsandboxfs",
         ]),
         // The program the confinement example runs confined: it tries to
         // write outside its container.
         .executableTarget(name: "outside-writer", path: "Tests/OutsideWriter"),
         // How to use AppSandboxTesting: an example in Swift Testing, one in XCTest.
-        .testTarget(name: "AppSandboxTestingExamples", dependencies: ["AppSandboxTesting", "appsandboxfs", "outside-writer"]),
+        .testTarget(name: "AppSandboxTestingExamples", dependencies: ["AppSandboxTesting", "MountInfo", "appsandboxfs", "outside-writer"]),
     ],
     swiftLanguageModes: [.v6]
 )

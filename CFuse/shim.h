@@ -28,34 +28,11 @@ static inline struct fuse_bufvec cfuse_bufvec_fd(int fd, size_t size, off_t offs
     return vec;
 }
 
-/// A one-buffer FUSE_BUFVEC_INIT over memory.
-static inline struct fuse_bufvec cfuse_bufvec_mem(const void *mem, size_t size) {
-    struct fuse_bufvec vec;
-    memset(&vec, 0, sizeof vec);
-    vec.count = 1;
-    vec.buf[0].size = size;
-    vec.buf[0].mem = (void *)mem;
-    return vec;
-}
-
-/// Copies a write_buf request's data into `fd` at `offset`.
-static inline ssize_t cfuse_write_bufvec_to_fd(struct fuse_bufvec *in, int fd, off_t offset) {
-    struct fuse_bufvec out;
-    memset(&out, 0, sizeof out);
-    out.count = 1;
-    out.buf[0].size = fuse_buf_size(in);
-    out.buf[0].flags = (enum fuse_buf_flags)(FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK);
-    out.buf[0].fd = fd;
-    out.buf[0].pos = offset;
-    return fuse_buf_copy(&out, in, (enum fuse_buf_copy_flags)0);
-}
-
 // Bit-fields of struct fuse_file_info.
 static inline void cfuse_fi_set_direct_io(struct fuse_file_info *fi, int on) { fi->direct_io = on ? 1 : 0; }
 static inline void cfuse_fi_set_keep_cache(struct fuse_file_info *fi, int on) { fi->keep_cache = on ? 1 : 0; }
 static inline void cfuse_fi_set_cache_readdir(struct fuse_file_info *fi, int on) { fi->cache_readdir = on ? 1 : 0; }
 static inline void cfuse_fi_set_noflush(struct fuse_file_info *fi, int on) { fi->noflush = on ? 1 : 0; }
-static inline int cfuse_fi_flock_release(const struct fuse_file_info *fi) { return fi->flock_release; }
 
 // The `to_set` bits of setattr, as constants Swift can see.
 static const int cfuse_SET_ATTR_MODE = FUSE_SET_ATTR_MODE;

@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 demo=${APPSANDBOXFS_DEMO:-/tmp/appsandboxfs-demo}
-bin=.build/debug/appsandboxfs
+# The release build setup.sh makes (and installs as /usr/local/bin/appsandboxfs).
+bin=$(swift build -c release --show-bin-path)/appsandboxfs
 if [ "${1:-}" = unmount ]; then
     "$bin" unmount "$demo/mnt"
     exit

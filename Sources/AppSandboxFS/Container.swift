@@ -3,6 +3,7 @@ import CLinux
 import Foundation
 import Glibc
 import SandboxPolicy
+import Spawning
 
 /// A container's backing directory: what it must hold, laying it out, and
 /// emptying its tmp.
@@ -161,10 +162,5 @@ public struct ContainerError: Error, CustomStringConvertible {
 
 /// Runs a program and returns its exit status.
 func runCommand(_ path: String, _ arguments: [String]) -> Int32 {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    do { try process.run() } catch { return 127 }
-    process.waitUntilExit()
-    return process.terminationStatus
+    (try? ChildProcess.start([path] + arguments).wait().code) ?? 127
 }

@@ -68,6 +68,22 @@ public final class ContainerTmp: Sendable {
     /// How long a starting driver waits for an ending one.
     static let startWaitMilliseconds = 5_000
 
+    /// How long a driver waits for tmp's lock: far longer than another
+    /// driver takes to empty any usual tmp.
+    static let tmpWaitMilliseconds = 10_000
+
+    /// flock(LOCK_EX) on `fd`, for at most `limit` milliseconds.
+    private static func lock(_ fd: Int32, waitingAtMost limit: Int) -> Bool {
+        var waited = 0, pause = 1
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            guard errno == EWOULDBLOCK || errno == EINTR, waited < limit else { return false }
+            usleep(UInt32(pause * 1_000))
+            waited += pause
+            pause = min(pause * 2, 50)
+        }
+        return true
+    }
+
     /// After the session has ended (the mount is gone): empties tmp, unless
     /// kept or another driver serves the container. When this returns, tmp
     /// is empty and the next driver of the container may start.
@@ -90,8 +106,13 @@ public final class ContainerTmp: Sendable {
             _ = flock(root, rootLock)
             close(tmp)
         }
-        // Waits while another driver of this container clears it.
-        _ = try? retryingCall { flock(tmp, LOCK_EX) }
+        // Waits while another driver of this container clears it, but not
+        // for ever: anyone who may open tmp can hold its lock (a local user
+        // running `flock BACKING/tmp sleep 1d` kept `unmount` waiting, and
+        // the next mount, for as long as they liked).
+        guard Self.lock(tmp, waitingAtMost: Self.tmpWaitMilliseconds) else {
+            throw Failure(description: "tmp: locked by another process for \(Self.tmpWaitMilliseconds / 1_000) s: left as it is (T2)")
+        }
         guard !keep else { return (.kept, []) }
         guard alone ?? (flock(root, LOCK_EX | LOCK_NB) == 0) else { return (.inUseByAnotherDriver, []) }
         return (.cleared, TreeRemover.removeContents(ofFolder: tmp))

@@ -1,15 +1,20 @@
 import FuseKit
 import Glibc
+import Locking
+import Logging
 import SandboxPolicy
 
 /// Writes one line per sandbox denial, in the iOS form
 /// `Sandbox: <process>(<pid>) deny(1) <operation> <path>`,
-/// to standard error and, if asked, appended to a file.
+/// to standard error (or the denial stream `logger`) and, if asked,
+/// appended to a file.
 final class DenialLog: Sendable {
     private let fileDescriptor: Int32?
     private let writeLock = Locked(())
+    private let logger: Logger?
 
-    init(file: String?) throws {
+    init(file: String?, logger: Logger? = nil) throws {
+        self.logger = logger
         if let file {
             let fd = open(file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
             guard fd >= 0 else { throw MountError.denialLog(path: file, errno: errno) }
@@ -33,9 +38,10 @@ final class DenialLog: Sendable {
     func record(pid thread: pid_t, operation: SandboxOperation, path: [UInt8]) {
         let pid = Self.processID(ofThread: thread)
         let line = Self.line(process: Self.processName(pid), pid: pid, operation: operation.rawValue, path: path)
+        if let logger { logger.notice("\(line.hasSuffix("\n") ? String(line.dropLast()) : line)") }
         writeLock.withLock { _ in
             var bytes = Array(line.utf8)
-            _ = bytes.withUnsafeMutableBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+            if logger == nil { _ = bytes.withUnsafeMutableBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) } }
             if let fileDescriptor {
                 _ = bytes.withUnsafeMutableBytes { write(fileDescriptor, $0.baseAddress, $0.count) }
             }

@@ -1,6 +1,7 @@
 import FuseKit
 import BackingStore
 import Glibc
+import Locking
 import SystemPackage
 
 /// The O_PATH descriptors nodes hold, at most `capacity` of them (besides

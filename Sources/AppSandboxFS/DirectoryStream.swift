@@ -1,5 +1,6 @@
 import FuseKit
 import Glibc
+import Locking
 
 /// An open folder being listed: a `DIR` stream and where it stands. The
 /// kernel does not list one open folder from two threads at once, but the

@@ -1,3 +1,4 @@
+import Logging
 import SandboxPolicy
 
 /// Everything the file system needs to know about one mount.
@@ -42,8 +43,11 @@ public struct MountConfiguration: Sendable {
     public var descriptorCacheSize: Int?
     /// Keep tmp's contents at unmount (T4).
     public var keepTmp = false
-    /// Where denial lines go besides standard error.
+    /// Where denial lines go besides standard error (or `denialLogger`).
     public var denialLogFile: String?
+    /// The denial lines' own log stream (a background driver's goes to
+    /// syslog under its own name); nil: standard error.
+    public var denialLogger: Logger?
 
     public init(backing: String, mountpoint: String, layout: ContainerLayout) {
         self.backing = backing

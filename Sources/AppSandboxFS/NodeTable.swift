@@ -2,6 +2,7 @@ import BackingStore
 import CLinux
 import FuseKit
 import Glibc
+import Locking
 import SandboxPolicy
 import Synchronization
 

@@ -2,6 +2,7 @@ import BackingStore
 import CLinux
 import FuseKit
 import Glibc
+import Locking
 import Logging
 import SandboxPolicy
 import SystemPackage
@@ -17,7 +18,6 @@ public final class SandboxFileSystem: FileSystemOperations {
     let configuration: MountConfiguration
     let nodes: NodeTable
     let denials: DenialLog
-    let logger: Logger
     /// O_PATH descriptor of the folder shown as `<App>.app`, when it comes
     /// from outside the backing directory (`mount --bundle`).
     let bundleRoot: Int32?
@@ -27,12 +27,18 @@ public final class SandboxFileSystem: FileSystemOperations {
     /// at mount: the driver empties it before mounting and after its
     /// session ends.
     public let tmp: ContainerTmp
-    /// The session, for telling the kernel to drop cached entries.
-    let session = Locked<FuseSession?>(nil)
+    /// The session, for telling the kernel to drop cached entries. Held
+    /// weakly: the session holds this file system strongly, and a strong
+    /// reference back would keep both alive, so that the session's deinit
+    /// (fuse_session_destroy) would never run.
+    let session = Locked(WeakSession())
 
-    public init(configuration: MountConfiguration, logger: Logger) throws {
+    struct WeakSession {
+        weak var value: FuseSession?
+    }
+
+    public init(configuration: MountConfiguration) throws {
         self.configuration = configuration
-        self.logger = logger
         let rootFD: Int32
         do {
             rootFD = try Backing.openRoot(configuration.backing)
@@ -58,12 +64,12 @@ public final class SandboxFileSystem: FileSystemOperations {
         let cache = DescriptorCache(capacity: configuration.descriptorCacheSize ?? DescriptorCache.defaultCapacity(), roots: roots)
         nodes = NodeTable(rootFD: rootFD, stat: rootStat, layout: configuration.layout, cache: cache)
         bundleName = Array(configuration.layout.bundleName.utf8)
-        denials = try DenialLog(file: configuration.denialLogFile)
+        denials = try DenialLog(file: configuration.denialLogFile, logger: configuration.denialLogger)
     }
 
     /// Gives the file system its session, once mounted.
     public func attach(_ session: FuseSession) {
-        self.session.withLock { $0 = session }
+        self.session.withLock { $0.value = session }
     }
 
     // MARK: Connection

@@ -9,14 +9,15 @@
 // unmount: it empties tmp and exits 0. So a dead test leaves no mount behind.
 
 import Glibc
+import Spawning
 import Synchronization
 
 final class Driver: Sendable {
     let pid: pid_t
     private let watcher: pid_t?
     private let watcherPipe: Int32
-    private let exit = Mutex<Int32?>(nil)
-    private let released = Mutex(false)
+    private let exit = Locked<Int32?>(nil)
+    private let released = Locked(false)
 
     private init(pid: pid_t, watcher: pid_t?, watcherPipe: Int32) {
         self.pid = pid
@@ -27,9 +28,12 @@ final class Driver: Sendable {
     /// Starts `arguments` (a driver in the foreground for `mountpoint`) with
     /// its output appended to `log`, and its watcher.
     static func start(_ arguments: [String], mountpoint: String, log: String) throws -> Driver {
-        let pid = try Subprocess.spawn(arguments, standardOutput: log, standardError: log)
-        var ends: [Int32] = [-1, -1]
-        guard pipeWithCloseOnExec(&ends) == 0 else {
+        let pid = try spawn(arguments, SpawnOptions(standardInput: .nullDevice, standardOutput: .path(log),
+                                                     standardError: .path(log), closeOtherDescriptors: true))
+        // Both ends close on exec from the start, so that no program another
+        // thread starts meanwhile holds the write end (the watcher would
+        // then never see the test process die).
+        guard let ends = try? makePipe() else {
             // No watcher: the fixture still unmounts at every teardown.
             return Driver(pid: pid, watcher: nil, watcherPipe: -1)
         }
@@ -38,11 +42,16 @@ final class Driver: Sendable {
             [ "$line" = done ] && exit 0
             fusermount3 -u "$1" 2>/dev/null || fusermount3 -u -z "$1" 2>/dev/null || umount -l "$1"
             """#
-        let watcher = try? Subprocess.spawn(["sh", "-c", script, "appsandboxfs-watcher", mountpoint],
-                                            standardInput: ends[0], standardOutput: "/dev/null", standardError: log)
-        close(ends[0])
-        if watcher == nil { close(ends[1]) }
-        return Driver(pid: pid, watcher: watcher, watcherPipe: watcher == nil ? -1 : ends[1])
+        let watcher = try? spawn(["sh", "-c", script, "appsandboxfs-watcher", mountpoint],
+                                 SpawnOptions(standardInput: .descriptor(ends.read), standardOutput: .nullDevice,
+                                              standardError: .path(log), closeOtherDescriptors: true))
+        close(ends.read)
+        if watcher == nil { close(ends.write) }
+        return Driver(pid: pid, watcher: watcher, watcherPipe: watcher == nil ? -1 : ends.write)
+    }
+
+    private static func spawn(_ arguments: [String], _ options: SpawnOptions) throws -> pid_t {
+        do { return try ChildProcess.start(arguments, options).pid } catch { throw FixtureError(error.description) }
     }
 
     /// How the driver ended (the shell's number: the exit code, or 128 + the
@@ -50,13 +59,8 @@ final class Driver: Sendable {
     var exitStatus: Int32? {
         exit.withLock { status in
             if status == nil {
-                var raw: Int32 = 0
-                let result = waitpid(pid, &raw, WNOHANG)
-                if result == pid {
-                    status = Subprocess.shellStatus(raw)
-                } else if result < 0 && errno == ECHILD {
-                    status = -1  // reaped by someone else
-                }
+                // -1: reaped by someone else.
+                status = ChildProcess(pid: pid).poll()?.code
             }
             return status
         }
@@ -74,11 +78,12 @@ final class Driver: Sendable {
     /// Waits up to `timeout` seconds for the driver to end; its status, or
     /// nil when it still runs.
     func waitForExit(timeout: Double) -> Int32? {
-        let deadline = monotonicSeconds() + timeout
-        while true {
-            if let status = exitStatus { return status }
-            if monotonicSeconds() >= deadline { return nil }
-            usleep(5_000)
+        if let status = exitStatus { return status }
+        // Not under the lock: a wait must not block `exitStatus` elsewhere.
+        guard let ended = ChildProcess(pid: pid).wait(timeout: timeout) else { return nil }
+        return exit.withLock { status in
+            if status == nil { status = ended.code }
+            return status
         }
     }
 
@@ -97,19 +102,10 @@ final class Driver: Sendable {
         var message = Array("done\n".utf8)
         _ = write(watcherPipe, &message, message.count)
         close(watcherPipe)
-        _ = Subprocess.wait(for: watcher, timeout: 15) ?? {
+        let child = ChildProcess(pid: watcher)
+        if child.wait(timeout: 15) == nil {
             kill(watcher, SIGKILL)
-            return Subprocess.wait(for: watcher, timeout: nil)
-        }()
+            _ = child.wait()
+        }
     }
-}
-
-/// pipe2(fds, O_CLOEXEC): both ends close on exec, from the start, so no
-/// program another thread starts meanwhile holds the write end (the
-/// watcher would then never see the test process die). Swift's Glibc
-/// module does not show pipe2.
-private func pipeWithCloseOnExec(_ ends: inout [Int32]) -> Int32 {
-    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "pipe2") else { return -1 }
-    let pipe2 = unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<Int32>, Int32) -> Int32).self)
-    return ends.withUnsafeMutableBufferPointer { pipe2($0.baseAddress!, O_CLOEXEC) }
 }

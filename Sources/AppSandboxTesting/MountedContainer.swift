@@ -1,6 +1,7 @@
+import ContainerFiles
 import Foundation
-import Glibc
-import Synchronization
+import MountInfo
+import Spawning
 
 /// An iOS app container mounted by the real appsandboxfs driver, for a test.
 ///
@@ -110,13 +111,13 @@ public final class MountedContainer: Sendable {
         public func relativePath(appName: String) -> String {
             switch self {
             case .bundle: appName + ".app"
-            case .documents: "Documents"
-            case .inbox: "Documents/Inbox"
-            case .library: "Library"
-            case .applicationSupport: "Library/Application Support"
-            case .caches: "Library/Caches"
-            case .preferences: "Library/Preferences"
-            case .tmp: "tmp"
+            case .documents: ContainerFolder.documents.relativePath
+            case .inbox: ContainerFolder.inbox.relativePath
+            case .library: ContainerFolder.library.relativePath
+            case .applicationSupport: ContainerFolder.applicationSupport.relativePath
+            case .caches: ContainerFolder.caches.relativePath
+            case .preferences: ContainerFolder.preferences.relativePath
+            case .tmp: ContainerFolder.tmp.relativePath
             }
         }
     }
@@ -124,8 +125,12 @@ public final class MountedContainer: Sendable {
     /// The mountpoint: the container's root as the code under test sees it
     /// (what an iOS app gets from NSHomeDirectory()).
     public let mountpoint: String
-    /// The backing directory: the same files, without the rules (to set
-    /// things up or check them behind the driver's back).
+    /// The backing directory: the same files, without the rules. Read it to
+    /// check what the driver stored. Change it before the mount (Options.prepare,
+    /// a template), not while mounted: the kernel caches names and attributes
+    /// for a day, so a change made behind the driver's back may stay
+    /// invisible through the mount. A test that must change it while
+    /// mounted mounts with `extraArguments: ["--cache-timeout", "0"]`.
     public let backing: String
     public let appName: String
     /// The temporary folder that holds everything; removed at the unmount.
@@ -139,7 +144,10 @@ public final class MountedContainer: Sendable {
 
     private let driver: Driver
     private let options: Options
-    private let tornDown = Mutex(false)
+    private let tornDown = Locked(false)
+    /// The test stopped the driver itself (`waitForDriverExit`): its end is
+    /// no failure at the teardown.
+    private let exitExpected = Locked(false)
 
     private init(mountpoint: String, backing: String, appName: String, root: String, appsandboxfs: String,
                  driver: Driver, options: Options) {
@@ -190,17 +198,20 @@ public final class MountedContainer: Sendable {
         relative.isEmpty ? backing : backing + "/" + relative
     }
 
-    /// The environment an iOS app sees in this container (as
-    /// `appsandboxfs env` prints it): HOME and CFFIXED_USER_HOME are the
-    /// mountpoint, TMPDIR its tmp folder with a trailing slash.
+    /// The environment an iOS app sees in this container, as
+    /// `appsandboxfs env` prints it (`ContainerEnvironment`): HOME and
+    /// CFFIXED_USER_HOME are the mountpoint, TMPDIR its tmp folder with a
+    /// trailing slash, XDG_DATA_HOME, XDG_CACHE_HOME and XDG_CONFIG_HOME
+    /// Library/Application Support, Library/Caches and Library/Preferences,
+    /// so that Foundation on Linux finds each folder where iOS has it.
     public var environment: [String: String] {
-        ["HOME": mountpoint, "CFFIXED_USER_HOME": mountpoint, "TMPDIR": mountpoint + "/tmp/"]
+        Dictionary(uniqueKeysWithValues: ContainerEnvironment.variables(root: mountpoint).map { ($0.name, $0.value) })
     }
 
     // MARK: The driver
 
     /// Whether the kernel's mount table lists the container at its mountpoint.
-    public var isMounted: Bool { MountInfo.isContainerMount(mountpoint) }
+    public var isMounted: Bool { MountTable.isContainerMount(mountpoint) }
 
     /// Every denial the driver logged since the mount (or since
     /// `clearDenials()`), oldest first.
@@ -216,8 +227,22 @@ public final class MountedContainer: Sendable {
     /// What the driver printed so far.
     public var driverLog: String { readText(driverLogPath) ?? "" }
 
+    /// Sends the driver a signal (SIGTERM to test a clean shutdown, say).
+    public func signalDriver(_ signal: Int32) { driver.signal(signal) }
+
+    /// Waits up to `timeout` seconds for the driver to end, and says how it
+    /// ended (nil: it still runs). A test that stops the driver itself calls
+    /// this; the teardown then does not count that end as a failure, and
+    /// still unmounts whatever is mounted at the mountpoint then (a second
+    /// driver the test started, say).
+    public func waitForDriverExit(timeout: Double = 15) -> ExitStatus? {
+        exitExpected.withLock { $0 = true }
+        guard let code = driver.waitForExit(timeout: timeout) else { return nil }
+        return code > 128 ? .signaled(code - 128) : .exited(code)
+    }
+
     /// Runs a program "inside" the container, through `appsandboxfs run`:
-    /// with HOME, CFFIXED_USER_HOME and TMPDIR set as on iOS.
+    /// with `environment` set.
     public func run(_ arguments: [String], timeout: Double = 120) throws -> ProcessResult {
         try Subprocess.run([appsandboxfs, "run", mountpoint, "--"] + arguments, timeout: timeout)
     }
@@ -267,9 +292,32 @@ public final class MountedContainer: Sendable {
 
     // MARK: Mounting and unmounting
 
+    /// Whether containers can be mounted here: on Linux, with /dev/fuse.
+    /// Elsewhere (macOS, where an iOS team also builds its tests) `mount`
+    /// throws; skip such tests with
+    /// `@Test(.enabled(if: MountedContainer.isSupported))`.
+    public static var isSupported: Bool {
+        #if os(Linux)
+        return access("/dev/fuse", F_OK) == 0
+        #else
+        return false
+        #endif
+    }
+
     /// Lays out a container in a fresh temporary folder and mounts it;
     /// returns once the mount is ready. Pair it with `unmount()`.
     public static func mount(_ options: Options = Options()) throws -> MountedContainer {
+        try mount(options, preparing: { _ in })
+    }
+
+    /// The same, with `prepare` called on the backing directory before the
+    /// mount (after `options.prepare`), for a closure that need not escape.
+    public static func mount(_ options: Options = Options(), preparing prepare: (_ backing: String) throws -> Void)
+        throws -> MountedContainer
+    {
+        guard isSupported else {
+            throw FixtureError("AppSandboxTesting mounts containers only on Linux with /dev/fuse (FUSE); skip this test elsewhere: @Test(.enabled(if: MountedContainer.isSupported))")
+        }
         let program = try locateAppSandboxFS(options.appsandboxfs)
         let root = try makeTemporaryFolder(in: options.temporaryDirectory)
         var handedOver = false
@@ -299,6 +347,7 @@ public final class MountedContainer: Sendable {
         if !options.mountOptions.isEmpty { arguments += ["-o", options.mountOptions.joined(separator: ",")] }
         arguments += options.extraArguments
         try options.prepare?(backing)
+        try prepare(backing)
         for file in [root + "/denials.log", root + "/driver.log"] {
             let fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
             guard fd >= 0 else { throw FixtureError("\(file): \(String(cString: strerror(errno)))") }
@@ -307,7 +356,7 @@ public final class MountedContainer: Sendable {
 
         let driver = try Driver.start(arguments, mountpoint: mountpoint, log: root + "/driver.log")
         let deadline = monotonicSeconds() + options.mountTimeout
-        while !MountInfo.isContainerMount(mountpoint) {
+        while !MountTable.isContainerMount(mountpoint) {
             if let status = driver.exitStatus {
                 driver.releaseWatcher()
                 throw FixtureError("appsandboxfs ended (status \(status)) before the mount was ready: \(arguments.joined(separator: " "))\n"
@@ -354,15 +403,16 @@ public final class MountedContainer: Sendable {
         guard first else { return nil }
         var problems: [String] = []
         var earlyExit = driver.exitStatus
-        if earlyExit == nil && (driver.hasExited || Self.isStale(mountpoint)) {
+        if earlyExit == nil && (driver.hasExited || MountTable.isStale(mountpoint)) {
             // The driver died a moment ago (its threads may still be ending).
             earlyExit = driver.waitForExit(timeout: 5)
         }
-        if let earlyExit {
+        let expected = exitExpected.withLock { $0 }
+        if let earlyExit, !expected {
             problems.append("appsandboxfs ended during the test (status \(earlyExit))")
         }
         var clean = earlyExit == nil
-        if isMounted && earlyExit == nil {
+        if isMounted && (earlyExit == nil || expected) && !MountTable.isStale(mountpoint) {
             var result = Self.unmountCommand(mountpoint)
             // A descriptor closed a moment ago may still hold the mount.
             var tries = 0
@@ -447,13 +497,6 @@ public final class MountedContainer: Sendable {
         return path
     }
 
-    /// A mount whose driver is gone answers ENOTCONN (ECONNABORTED once the
-    /// connection was aborted).
-    private static func isStale(_ mountpoint: String) -> Bool {
-        var status = statvfs()
-        return statvfs(mountpoint, &status) != 0 && (errno == ENOTCONN || errno == ECONNABORTED)
-    }
-
     private static func unmountCommand(_ mountpoint: String) -> ProcessResult {
         let arguments = Subprocess.onPath("fusermount3").map { [$0, "-u", mountpoint] } ?? ["umount", mountpoint]
         return (try? Subprocess.run(arguments, timeout: 30)) ?? ProcessResult(status: 127, standardOutput: "", standardError: "cannot run \(arguments[0])")
@@ -463,7 +506,7 @@ public final class MountedContainer: Sendable {
         if let fusermount = Subprocess.onPath("fusermount3") {
             _ = try? Subprocess.run([fusermount, "-u", "-z", mountpoint], timeout: 30)
         }
-        if MountInfo.isContainerMount(mountpoint) {
+        if MountTable.isContainerMount(mountpoint) {
             _ = try? Subprocess.run(["umount", "-l", mountpoint], timeout: 30)
         }
     }
@@ -501,6 +544,7 @@ public func withMountedContainer<T>(
 }
 
 /// The same for an async body; also unmounts when the task is cancelled.
+@available(macOS 10.15, iOS 13, tvOS 13, watchOS 6, *)
 public func withMountedContainer<T>(
     _ options: MountedContainer.Options = MountedContainer.Options(),
     isolation: isolated (any Actor)? = #isolation,
@@ -516,34 +560,4 @@ public func withMountedContainer<T>(
     }
     try container.unmount()
     return value
-}
-
-/// /proc/self/mountinfo.
-enum MountInfo {
-    /// Whether a container (type fuse.appsandboxfs) is mounted at exactly `path`.
-    static func isContainerMount(_ path: String) -> Bool {
-        for line in (readText("/proc/self/mountinfo") ?? "").split(separator: "\n") {
-            // 36 35 0:52 / /tmp/x/mnt rw,nosuid - fuse.appsandboxfs /tmp/x/container rw,...
-            let fields = line.split(separator: " ", omittingEmptySubsequences: false)
-            guard fields.count > 4, let dash = fields.firstIndex(of: "-"), fields.count > dash + 1 else { continue }
-            if fields[dash + 1] == "fuse.appsandboxfs" && unescape(fields[4]) == path { return true }
-        }
-        return false
-    }
-
-    /// mountinfo writes space, tab, newline and backslash as \ooo.
-    static func unescape(_ field: Substring) -> String {
-        var bytes: [UInt8] = []
-        var input = Array(field.utf8)[...]
-        while let byte = input.popFirst() {
-            if byte == UInt8(ascii: "\\"), input.count >= 3,
-               let value = UInt8(String(decoding: input.prefix(3), as: UTF8.self), radix: 8) {
-                bytes.append(value)
-                input = input.dropFirst(3)
-            } else {
-                bytes.append(byte)
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
 }

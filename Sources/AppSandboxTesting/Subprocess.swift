@@ -1,102 +1,22 @@
 // Running the tools the fixture needs (appsandboxfs init, cp, fusermount3,
-// rm): posix_spawn and waitpid on that one pid (never waitpid(-1), which
-// would reap the test's other children), output through temporary files so
-// a full pipe can never block.
+// rm) through the project's one spawner, and small file helpers.
 
 import Glibc
+import Spawning
 
 /// How a program ended, and what it printed.
-public struct ProcessResult: Sendable, Equatable {
-    /// The exit code, or 128 + the signal that killed it (as a shell says).
-    public var status: Int32
-    public var standardOutput: String
-    public var standardError: String
+public typealias ProcessResult = ProcessOutput
 
-    public var succeeded: Bool { status == 0 }
-}
-
+/// The fixture's use of the project's one spawner (Spawning).
 enum Subprocess {
     /// Runs `arguments` (the program is looked up on PATH) to its end.
     /// Killed (status 137) after `timeout` seconds.
     static func run(_ arguments: [String], timeout: Double = 120) throws -> ProcessResult {
-        let output = try TemporaryFile(), errors = try TemporaryFile()
-        let pid = try spawn(arguments, standardOutput: output.path, standardError: errors.path)
-        var status = wait(for: pid, timeout: timeout)
-        var note = ""
-        if status == nil {
-            kill(pid, SIGKILL)
-            status = wait(for: pid, timeout: nil)
-            note = "\n[killed after \(timeout) s: \(arguments.joined(separator: " "))]"
-        }
-        return ProcessResult(status: status ?? 137, standardOutput: output.text(), standardError: errors.text() + note)
-    }
-
-    /// Starts a program with standard input from /dev/null (or the
-    /// descriptor `standardInput`) and its output appended to the named
-    /// files; every signal at its default, none blocked, whatever the test
-    /// runner did to its own threads.
-    static func spawn(_ arguments: [String], standardInput: Int32? = nil, standardOutput: String,
-                      standardError: String) throws -> pid_t {
-        guard let program = arguments.first else { throw FixtureError("no program to run") }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        if let standardInput {
-            posix_spawn_file_actions_adddup2(&actions, standardInput, 0)
-        } else {
-            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        }
-        posix_spawn_file_actions_addopen(&actions, 1, standardOutput, O_WRONLY | O_APPEND | O_CREAT, 0o644)
-        posix_spawn_file_actions_addopen(&actions, 2, standardError, O_WRONLY | O_APPEND | O_CREAT, 0o644)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t(), all = sigset_t()
-        sigemptyset(&none)
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
-        let cArguments: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        defer { cArguments.forEach { free($0) } }
-        var pid: pid_t = 0
-        let result = posix_spawnp(&pid, program, &actions, &attributes, cArguments, environ)
-        guard result == 0 else { throw FixtureError("cannot start \(program): \(String(cString: strerror(result)))") }
-        return pid
-    }
-
-    /// Waits for a child to end, up to `timeout` seconds (nil: forever), and
-    /// reaps it. nil when it still runs.
-    static func wait(for pid: pid_t, timeout: Double?) -> Int32? {
-        let deadline = timeout.map { monotonicSeconds() + $0 }
-        var pause: UInt32 = 1_000
-        while true {
-            var status: Int32 = 0
-            let result = waitpid(pid, &status, deadline == nil ? 0 : WNOHANG)
-            if result == pid { return shellStatus(status) }
-            if result < 0 && errno != EINTR { return -1 }
-            if let deadline, monotonicSeconds() >= deadline { return nil }
-            usleep(pause)
-            pause = min(pause * 2, 20_000)
-        }
-    }
-
-    /// The shell's number for a wait status: the exit code, or 128 + the
-    /// signal (the W* macros are not imported into Swift).
-    static func shellStatus(_ status: Int32) -> Int32 {
-        status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        ChildProcess.run(arguments, options: SpawnOptions(closeOtherDescriptors: true), timeout: timeout)
     }
 
     /// The first executable `name` on PATH.
-    static func onPath(_ name: String) -> String? {
-        let path = environmentValue("PATH") ?? "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
-        for folder in path.split(separator: ":") where !folder.isEmpty {
-            let candidate = folder + "/" + name
-            if isExecutableFile(candidate) { return candidate }
-        }
-        return nil
-    }
+    static func onPath(_ name: String) -> String? { ChildProcess.onPath(name) }
 }
 
 /// An empty file in /tmp, removed when this value goes away.
@@ -120,12 +40,6 @@ final class TemporaryFile {
 public struct FixtureError: Error, CustomStringConvertible, Sendable {
     public var description: String
     public init(_ description: String) { self.description = description }
-}
-
-func monotonicSeconds() -> Double {
-    var time = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &time)
-    return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
 }
 
 func environmentValue(_ name: String) -> String? {

@@ -18,8 +18,6 @@ public struct InodeKey: Hashable, Sendable {
 /// held by an O_PATH descriptor, and never followed if it is a symbolic link:
 /// so nothing outside the backing root is ever reached (rule E3).
 public enum Backing {
-    public static let emptyPath: StaticString = ""
-
     // MARK: Looking up
 
     /// Opens `name` in `folder` as an O_PATH descriptor without following it.
@@ -174,10 +172,6 @@ public enum Backing {
     }
 
     // MARK: Data on an open descriptor
-
-    public static func pread(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: off_t) throws(Errno) -> Int {
-        try check { Glibc.pread(fd, buffer.baseAddress, buffer.count, offset) }
-    }
 
     public static func pwrite(_ fd: Int32, _ data: UnsafeRawBufferPointer, at offset: off_t) throws(Errno) -> Int {
         try check { Glibc.pwrite(fd, data.baseAddress, data.count, offset) }

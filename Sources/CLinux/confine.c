@@ -13,6 +13,7 @@
 // signals every thread of the process, which the clone does not have.
 #define _GNU_SOURCE
 #include "confine.h"
+#include "confine_filter.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,7 +29,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/capability.h>
+#include <linux/openat2.h>
 #include <linux/securebits.h>
+#include <linux/stat.h>
 
 // The signals `run` and init pass on to the command.
 static const int forwarded_signals[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2};
@@ -129,6 +132,30 @@ static int clone_tree(const char *path, unsigned flags) {
     return (int)syscall(SYS_open_tree, AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | flags);
 }
 
+static int clone_tree_at(int fd, unsigned flags) {
+    return (int)syscall(SYS_open_tree, fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | flags);
+}
+
+/// The container's mount, opened by its path without following a link and
+/// checked to be the root of the mount the plan was made for (its device).
+/// Whoever can write a folder above the mountpoint could otherwise swap it
+/// for a link (or mount something over it) between the plan and here, and
+/// have a read-write copy of any folder, "/" included, put in the world.
+static int open_container(const struct asfs_confinement *plan, int report_fd) {
+    struct open_how how = {O_PATH | O_DIRECTORY | O_CLOEXEC, 0, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+    int fd = (int)syscall(SYS_openat2, AT_FDCWD, plan->mountpoint, &how, sizeof how);
+    if (fd < 0) fail(report_fd, 1, "open without following links", plan->mountpoint);
+    struct statx status;
+    memset(&status, 0, sizeof status);
+    if (syscall(SYS_statx, fd, "", AT_EMPTY_PATH, STATX_TYPE, &status) != 0) fail(report_fd, 1, "statx", plan->mountpoint);
+    if (!(status.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) || !(status.stx_attributes & STATX_ATTR_MOUNT_ROOT)
+        || status.stx_dev_major != plan->device_major || status.stx_dev_minor != plan->device_minor) {
+        errno = EXDEV;
+        fail(report_fd, 1, "the container's mount is no longer at (a link or another mount in the way)", plan->mountpoint);
+    }
+    return fd;
+}
+
 static int attach_tree(int tree, const char *path) {
     return (int)syscall(SYS_move_mount, tree, "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH);
 }
@@ -182,12 +209,25 @@ static void make_world(const struct asfs_confinement *plan, int report_fd) {
             fail(report_fd, 1, "mount an empty folder on", plan->hide[i]);
     }
 
-    int container = clone_tree(plan->mountpoint, AT_RECURSIVE);
+    int mount_root = open_container(plan, report_fd);
+    int container = clone_tree_at(mount_root, AT_RECURSIVE);
     if (container < 0) fail(report_fd, 1, "open_tree", plan->mountpoint);
-    int tmp = clone_tree(plan->container_tmp, AT_RECURSIVE);
-    if (tmp < 0) fail(report_fd, 1, "open_tree", plan->container_tmp);
-    int var_tmp = clone_tree(plan->container_tmp, AT_RECURSIVE);
-    if (var_tmp < 0) fail(report_fd, 1, "open_tree", plan->container_tmp);
+    // tmp: the folder of that mount, never a link nor another mount.
+    struct open_how beneath = {O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
+                               RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS};
+    int tmp_folder = (int)syscall(SYS_openat2, mount_root, "tmp", &beneath, sizeof beneath);
+    if (tmp_folder < 0) fail(report_fd, 1, "open the container's tmp in", plan->mountpoint);
+    int tmp = clone_tree_at(tmp_folder, AT_RECURSIVE);
+    int var_tmp = clone_tree_at(tmp_folder, AT_RECURSIVE);
+    if (tmp < 0 || var_tmp < 0) fail(report_fd, 1, "open_tree the tmp of", plan->mountpoint);
+    close(tmp_folder);
+    // Whatever the container was mounted with (`-o dev,suid` is accepted):
+    // no device file nor set-user-ID program of the container works inside.
+    for (int i = 0; i < 3; i++) {
+        int tree = i == 0 ? container : i == 1 ? tmp : var_tmp;
+        if (set_mount_attributes(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0) != 0)
+            fail(report_fd, 1, "mount_setattr nosuid,nodev", plan->mountpoint);
+    }
     int devices[device_count];
     for (int i = 0; i < device_count; i++) {
         path_in(path, sizeof path, "/dev", device_names[i]);
@@ -227,7 +267,9 @@ static void make_world(const struct asfs_confinement *plan, int report_fd) {
         fail(report_fd, 1, "mount_setattr read-only", "/dev");
 
     // The container, read-write again, and its tmp as /tmp and /var/tmp.
-    if (attach_tree(container, plan->mountpoint) != 0) fail(report_fd, 1, "move_mount", plan->mountpoint);
+    if (syscall(SYS_move_mount, container, "", mount_root, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0)
+        fail(report_fd, 1, "move_mount", plan->mountpoint);
+    close(mount_root);
     if (attach_tree(tmp, "/tmp") != 0) fail(report_fd, 1, "move_mount onto", "/tmp");
     if (attach_tree(var_tmp, "/var/tmp") != 0 && errno != ENOENT) fail(report_fd, 1, "move_mount onto", "/var/tmp");
     close(container);
@@ -267,6 +309,8 @@ static void drop_privileges(const struct asfs_confinement *plan, int report_fd) 
     memset(none, 0, sizeof none);
     if (syscall(SYS_capset, &header, none) != 0) fail(report_fd, 1, "capset", NULL);
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail(report_fd, 1, "prctl", "PR_SET_NO_NEW_PRIVS");
+    // TIOCSTI, set-ID bits and the calls around them: confine_filter.c.
+    if (asfs_confine_install_filter() != 0) fail(report_fd, 1, "prctl", "PR_SET_SECCOMP");
 }
 
 /// The command's process: signals as the caller had them, the working

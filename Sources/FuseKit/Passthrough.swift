@@ -1,5 +1,6 @@
 import CFuse
 import Glibc
+import Locking
 import Synchronization
 
 /// FUSE passthrough: the kernel reads and writes an open file's backing file
@@ -31,8 +32,6 @@ final class PassthroughChannel: Sendable {
         var initUnique: UInt64 = 0
         /// What INIT offered: bit 0 passthrough, bit 1 FUSE over io_uring.
         var offers: Int32 = 0
-        var granted = false
-        var killPrivV2 = false
         /// The kernel refused a registration (not root, stacking, ...): later
         /// opens of nodes without a backing id stay plain.
         var refused = false
@@ -47,6 +46,10 @@ final class PassthroughChannel: Sendable {
     private let state = Locked(State())
     /// Until INIT is answered, replies are checked for it; after, not at all.
     private let awaitingInit = Atomic<Bool>(false)
+    /// Fixed once, when INIT is answered (before any open or write arrives),
+    /// and read on every open and every write: atomics, not the lock.
+    private let grantedFlag = Atomic<Bool>(false)
+    private let killPrivV2Flag = Atomic<Bool>(false)
 
     init(wanted: Bool, killPrivV2: Bool) {
         self.wanted = wanted
@@ -54,11 +57,11 @@ final class PassthroughChannel: Sendable {
     }
 
     /// Whether the kernel accepted passthrough for this connection.
-    var granted: Bool { state.withLock { $0.granted } }
+    var granted: Bool { grantedFlag.load(ordering: .acquiring) }
 
     /// Whether the kernel left clearing set-ID bits on write, truncate and
     /// open(O_TRUNC) to the server (FUSE_HANDLE_KILLPRIV_V2 granted).
-    var killPrivV2: Bool { state.withLock { $0.killPrivV2 } }
+    var killPrivV2: Bool { killPrivV2Flag.load(ordering: .acquiring) }
 
     func attach(device: Int32) {
         state.withLock { $0.device = device }
@@ -72,43 +75,64 @@ final class PassthroughChannel: Sendable {
     }
 
     /// A backing id for a new handle of `node` reading and writing
-    /// `descriptor`'s file, or nil for a plain open.
+    /// `descriptor`'s file, or nil for a plain open. The registration ioctl
+    /// runs outside the lock (other opens and releases go on meanwhile);
+    /// when two opens of one node register at once, the first to come back
+    /// keeps its id and the other closes its own and shares it.
     func acquire(node: UInt64, handle: UInt64, descriptor: Int32) -> Int32? {
-        state.withLock { state in
-            guard state.granted else { return nil }
-            let id: Int32
+        guard granted else { return nil }
+        let key = HandleKey(node: node, handle: handle)
+        let known: Int32?? = state.withLock { state in
             if let backing = state.nodes[node] {
-                id = backing.id
                 state.nodes[node]!.handles += 1
-            } else {
-                guard !state.refused else { return nil }
-                let registered = cfuse_backing_open(state.device, descriptor)
-                guard registered > 0 else {
-                    state.refused = true
-                    return nil
-                }
-                id = registered
-                state.nodes[node] = Backing(id: id, handles: 1)
+                state.handles.insert(key)
+                return .some(backing.id)
             }
-            state.handles.insert(HandleKey(node: node, handle: handle))
-            return id
+            return state.refused ? .some(nil) : .none
         }
+        if let known { return known }
+        let device = state.withLock { $0.device }
+        let registered = cfuse_backing_open(device, descriptor)
+        let (id, unused): (Int32?, Int32?) = state.withLock { state in
+            guard registered > 0 else {
+                state.refused = true
+                return (state.nodes[node].map { backing in
+                    state.nodes[node]!.handles += 1
+                    state.handles.insert(key)
+                    return backing.id
+                }, nil)
+            }
+            if let backing = state.nodes[node] {
+                state.nodes[node]!.handles += 1
+                state.handles.insert(key)
+                return (backing.id, registered)
+            }
+            state.nodes[node] = Backing(id: registered, handles: 1)
+            state.handles.insert(key)
+            return (registered, nil)
+        }
+        if let unused { _ = cfuse_backing_close(device, unused) }
+        return id
     }
 
     /// The handle is gone (released, or its open reply never reached the kernel).
     func release(node: UInt64, handle: UInt64) {
         guard wanted else { return }
-        state.withLock { state in
+        let (device, closing): (Int32, Int32?) = state.withLock { state in
             guard state.handles.remove(HandleKey(node: node, handle: handle)) != nil,
-                  var backing = state.nodes[node] else { return }
+                  var backing = state.nodes[node] else { return (state.device, nil) }
             backing.handles -= 1
             if backing.handles > 0 {
                 state.nodes[node] = backing
-            } else {
-                state.nodes[node] = nil
-                _ = cfuse_backing_close(state.device, backing.id)
+                return (state.device, nil)
             }
+            state.nodes[node] = nil
+            return (state.device, backing.id)
         }
+        // Outside the lock. The kernel holds the backing file while any
+        // passthrough handle of the inode is open: closing our id now only
+        // drops our reference.
+        if let closing { _ = cfuse_backing_close(device, closing) }
     }
 
     fileprivate func received(_ buffer: UnsafeMutableRawPointer, length: Int) {
@@ -138,10 +162,8 @@ final class PassthroughChannel: Sendable {
             : writev(fd, iov, count)
         let saved = errno
         ring?.initAnswered(offered: offers & 2 != 0, granted: granted & 4 != 0)
-        state.withLock {
-            $0.granted = granted & 1 != 0
-            $0.killPrivV2 = granted & 2 != 0
-        }
+        grantedFlag.store(granted & 1 != 0, ordering: .releasing)
+        killPrivV2Flag.store(granted & 2 != 0, ordering: .releasing)
         errno = saved
         return written
     }

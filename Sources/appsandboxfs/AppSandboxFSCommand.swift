@@ -18,6 +18,7 @@ struct AppSandboxFSCommand: ParsableCommand {
               appsandboxfs unmount /mnt/MyApp
               mount -t fuse.appsandboxfs ~/containers/MyApp /mnt/MyApp -o app_name=MyApp
             """,
+        version: Version.description,
         subcommands: [InitCommand.self, MountCommand.self, UnmountCommand.self, DeliverCommand.self,
                       BackupReportCommand.self, PurgeCommand.self, BackupCommand.self, RestoreCommand.self,
                       EnvCommand.self, RunCommand.self, StatusCommand.self])

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CLinux
 import Glibc
+import MountInfo
 import SandboxPolicy
 
 /// `run --confine` (R1-R5): gathers what the confined world must hide from
@@ -29,6 +30,7 @@ enum ConfinedRun {
     /// Runs `command` confined to `container`; returns its shell status.
     static func run(_ command: [String], in container: MountedContainerPath, identity: Identity?) throws -> Int32 {
         let plan = try makePlan(for: container)
+        let device = try mountDevice(of: plan.mountpoint)
         let workingDirectory = currentDirectory()
 
         // Everything the child needs, as C strings made before the clone
@@ -48,7 +50,8 @@ enum ConfinedRun {
                     envp.withUnsafeBufferPointer { envpList in
                         var confinement = asfs_confinement()
                         confinement.mountpoint = UnsafePointer(keep.string(plan.mountpoint))
-                        confinement.container_tmp = UnsafePointer(keep.string(plan.containerTmp))
+                        confinement.device_major = device.major
+                        confinement.device_minor = device.minor
                         confinement.detach = UnsafeRawPointer(detachList.baseAddress)?.assumingMemoryBound(to: UnsafePointer<CChar>?.self)
                         confinement.detach_count = detachList.count
                         confinement.hide = UnsafeRawPointer(hideList.baseAddress)?.assumingMemoryBound(to: UnsafePointer<CChar>?.self)
@@ -86,6 +89,17 @@ enum ConfinedRun {
         case .success(let plan): return plan
         case .failure(let refusal): throw Failure("\(container.mountpoint): \(refusal)")
         }
+    }
+
+    /// The device of the container mount at `mountpoint`, which confine.c
+    /// checks the path still leads to.
+    private static func mountDevice(of mountpoint: String) throws -> (major: UInt32, minor: UInt32) {
+        let entry = MountTable.entry(at: mountpoint)
+        let parts = (entry?.device ?? "").split(separator: ":").compactMap { UInt32($0) }
+        guard entry?.fsType == MountTable.containerType, parts.count == 2 else {
+            throw Failure("\(mountpoint): not a mounted container any more; nothing was run")
+        }
+        return (parts[0], parts[1])
     }
 
     /// The exit status and one line for a world or command that could not

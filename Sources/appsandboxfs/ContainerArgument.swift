@@ -1,4 +1,5 @@
 import Glibc
+import MountInfo
 import SandboxPolicy
 
 /// The CONTAINER argument of backup-report, purge and backup: a backing
@@ -13,10 +14,7 @@ struct ContainerArgument {
     init(_ argument: String) throws {
         path = absolutePath(argument)
         if let entry = MountTable.entry(at: path) {
-            guard entry.fsType == MountTable.containerType else {
-                throw Failure("\(path): a mount point of \(entry.fsType), not of a container")
-            }
-            backing = entry.source
+            backing = try entry.trustedBacking()
         } else {
             backing = path
         }
@@ -39,28 +37,6 @@ struct ContainerArgument {
             throw Failure("app name \"\(name)\": \(problem)")
         }
         return ContainerLayout(appName: name)
-    }
-}
-
-extension MountTable {
-    static let containerType = "fuse.appsandboxfs"
-
-    /// The mountpoints at which the backing directory `backing` is mounted
-    /// as a container. The mount table names each container mount's backing
-    /// directory as its source; a source is this one when it is the same
-    /// path or the same folder (device and inode), so another spelling of
-    /// the path (through a symbolic link, say) is found too. A stale mount
-    /// (its driver died) still counts: it must be unmounted first.
-    static func mountpoints(ofBacking backing: String) -> [String] {
-        var own = stat()
-        let known = stat(backing, &own) == 0
-        return entries().filter { entry in
-            guard entry.fsType == containerType else { return false }
-            if entry.source == backing { return true }
-            var other = stat()
-            return known && entry.source.hasPrefix("/") && stat(entry.source, &other) == 0
-                && other.st_dev == own.st_dev && other.st_ino == own.st_ino
-        }.map(\.mountpoint)
     }
 }
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Glibc
+import Spawning
 
 /// Running the driver in the background: the command starts itself again
 /// with --foreground in a new session and waits until that child says the
@@ -8,31 +9,27 @@ import Glibc
 /// container can be used.
 enum Daemon {
     static func startInBackground(logFile: String?) throws {
-        var pipeFDs: [Int32] = [0, 0]
-        guard pipe(&pipeFDs) == 0 else { throw Failure("cannot create a pipe: \(String(cString: strerror(errno)))") }
-        let (readEnd, writeEnd) = (pipeFDs[0], pipeFDs[1])
-        _ = fcntl(readEnd, F_SETFD, FD_CLOEXEC)
+        let pipe: (read: Int32, write: Int32)
+        do { pipe = try makePipe() } catch { throw Failure("cannot create a pipe: \(error)") }
+        let (readEnd, writeEnd) = pipe
 
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
-        let arguments = [executable] + CommandLine.arguments.dropFirst() + ["--ready-fd", String(writeEnd)]
-
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, logFile ?? "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        posix_spawnattr_setflags(&attributes, 0x80) // POSIX_SPAWN_SETSID (a GNU extension Swift cannot see)
-
-        var pid: pid_t = 0
-        let cArguments = arguments.map { strdup($0) } + [nil]
-        defer { cArguments.forEach { free($0) } }
-        let status = posix_spawn(&pid, executable, &actions, &attributes, cArguments, environ)
+        // The child gets the pipe's write end as its descriptor 3, and
+        // nothing else of ours; it goes to / itself once it has made its
+        // paths absolute (MountCommand), so it keeps no folder busy.
+        let arguments = [executable] + CommandLine.arguments.dropFirst() + ["--ready-fd", "3"]
+        let child: ChildProcess
+        do {
+            child = try ChildProcess.start(arguments, SpawnOptions(
+                standardInput: .nullDevice, standardOutput: .nullDevice,
+                standardError: logFile.map(Redirection.path) ?? .nullDevice,
+                descriptors: [3: writeEnd], closeOtherDescriptors: true, newSession: true))
+        } catch {
+            close(writeEnd)
+            close(readEnd)
+            throw Failure("cannot start the driver: \(error)")
+        }
         close(writeEnd)
-        guard status == 0 else { throw Failure("cannot start the driver: \(String(cString: strerror(status)))") }
 
         var message = [UInt8]()
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -51,8 +48,7 @@ enum Daemon {
         lines.removeAll { $0.hasPrefix("warning: ") }
         let text = lines.last ?? ""
         if text == "ready" { return }
-        var exitStatus: Int32 = 0
-        waitpid(pid, &exitStatus, 0)
+        _ = child.wait()
         let reason = text.hasPrefix("error: ") ? String(text.dropFirst(7)) : "the driver exited before the mount was ready"
         FileHandle.standardError.write(Data("Error: \(reason)\n".utf8))
         throw ExitCode(1)

@@ -1,6 +1,8 @@
 import ArgumentParser
+import CLinux
 import Foundation
 import Glibc
+import MountInfo
 
 struct DeliverCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -27,8 +29,8 @@ struct DeliverCommand: ParsableCommand {
     func run() throws {
         let target = absolutePath(to)
         let backing: String
-        if let entry = MountTable.entry(at: target), entry.fsType == "fuse.appsandboxfs" {
-            backing = entry.source
+        if let entry = MountTable.entry(at: target), entry.isContainer {
+            backing = try entry.trustedBacking()
         } else {
             backing = target
         }
@@ -87,7 +89,7 @@ struct DeliverCommand: ParsableCommand {
         return inbox
     }
 
-    /// Copies to a hidden name first, then links it to its name without
+    /// Copies to a hidden name first, then renames it to its name without
     /// replacing, so a reader never sees half a file and a clash is never
     /// overwritten. Every step is relative to the Inbox's descriptor. The
     /// copy keeps the source's permission bits but no set-ID bits: a
@@ -127,11 +129,9 @@ struct DeliverCommand: ParsableCommand {
         let original = (source as NSString).lastPathComponent
         for number in 0..<10_000 {
             let name = Self.numberedName(original, number)
-            // linkat gives "no replace"; then the hidden name goes.
-            if linkat(inbox, temporary, inbox, name, 0) == 0 {
-                unlinkat(inbox, temporary, 0)
-                return name
-            }
+            // renameat2(RENAME_NOREPLACE): one step that fails with EEXIST
+            // rather than replace a file already there.
+            if asfs_renameat2(inbox, temporary, inbox, name, UInt32(asfs_RENAME_NOREPLACE)) == 0 { return name }
             guard errno == EEXIST else {
                 let code = errno
                 unlinkat(inbox, temporary, 0)

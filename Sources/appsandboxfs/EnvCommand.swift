@@ -1,16 +1,22 @@
 import ArgumentParser
+import ContainerFiles
 import Foundation
 import Glibc
+import MountInfo
 
 struct EnvCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "env",
-        abstract: "Print the environment an iOS app sees in a mounted container (HOME, CFFIXED_USER_HOME, TMPDIR), as shell exports.",
+        abstract: "Print the environment an iOS app sees in a mounted container (HOME, CFFIXED_USER_HOME, TMPDIR, XDG_*), as shell exports.",
         discussion: """
             CONTAINER_MOUNT is the mountpoint of a mounted container (or its backing
             directory, when it is mounted). HOME and CFFIXED_USER_HOME are the container's
             root, TMPDIR its tmp folder with a trailing slash, as on iOS (what
-            NSHomeDirectory() and NSTemporaryDirectory() return). The values are quoted for
+            NSHomeDirectory() and NSTemporaryDirectory() return). XDG_DATA_HOME,
+            XDG_CACHE_HOME and XDG_CONFIG_HOME are Library/Application Support,
+            Library/Caches and Library/Preferences: where Foundation on Linux then finds
+            applicationSupportDirectory, cachesDirectory and UserDefaults' plists, as on iOS
+            (documentDirectory is CFFIXED_USER_HOME/Documents). The values are quoted for
             sh, bash and zsh.
             Exit status: 0; 1 when CONTAINER_MOUNT is not a mounted container.
             Examples:
@@ -30,7 +36,7 @@ struct EnvCommand: ParsableCommand {
         let environment = container.iOSEnvironment
         if json {
             try JSONOutput.print(Output(container: container.mountpoint, backing: container.backing,
-                                        environment: Dictionary(uniqueKeysWithValues: environment)))
+                                        environment: Dictionary(uniqueKeysWithValues: environment.map { ($0.name, $0.value) })))
         } else {
             for (name, value) in environment {
                 print("export \(name)=\(shellQuoted(value))")
@@ -55,25 +61,22 @@ struct MountedContainerPath {
     init(_ argument: String) throws {
         let path = absolutePath(argument)
         if let entry = MountTable.entry(at: path) {
-            guard entry.fsType == MountTable.containerType else {
-                throw Failure("\(path): a mount point of \(entry.fsType), not of a container")
-            }
+            backing = try entry.trustedBacking()
             mountpoint = path
-            backing = entry.source
         } else if let first = MountTable.mountpoints(ofBacking: path).first {
             mountpoint = first
             backing = path
         } else {
             throw Failure("\(path): not a mounted container (mount it first: appsandboxfs mount BACKING \(path))")
         }
-        if MountChecks.isStale(mountpoint) {
+        if MountTable.isStale(mountpoint) {
             throw Failure("\(mountpoint): a stale mount (its driver died: transport endpoint is not connected); run `appsandboxfs unmount \(mountpoint)`")
         }
     }
 
     /// What an iOS app finds in its environment, in this order.
-    var iOSEnvironment: [(String, String)] {
-        [("HOME", mountpoint), ("CFFIXED_USER_HOME", mountpoint), ("TMPDIR", mountpoint + "/tmp/")]
+    var iOSEnvironment: [(name: String, value: String)] {
+        ContainerEnvironment.variables(root: mountpoint)
     }
 }
 

@@ -1,6 +1,7 @@
 import AppSandboxFS
 import ArgumentParser
 import Glibc
+import MountInfo
 import SandboxPolicy
 
 /// The checks `mount` makes before it mounts (rule L1): each failure is one
@@ -29,7 +30,7 @@ enum MountChecks {
     static func mountpointUsable(_ path: String) throws {
         // statfs reaches the driver where stat may be answered from the
         // kernel's cache: a dead driver shows as ENOTCONN only there.
-        if isStale(path) {
+        if MountTable.isStale(path) {
             throw Failure("mountpoint \(path): a stale mount (its driver died: transport endpoint is not connected); run `appsandboxfs unmount \(path)` or mount with --recover")
         }
         try folder(path, role: "mountpoint")
@@ -40,14 +41,6 @@ enum MountChecks {
             throw Failure("mountpoint \(path): cannot be read")
         }
         if !entries.isEmpty { throw Failure("mountpoint \(path): not empty (\(entries.count) entries)") }
-    }
-
-    /// A mount whose driver is gone answers ENOTCONN.
-    static func isStale(_ path: String) -> Bool {
-        var s = statvfs()
-        // ENOTCONN once the driver is gone; ECONNABORTED when the connection
-        // was aborted (/sys/fs/fuse/connections/N/abort).
-        return statvfs(path, &s) != 0 && (errno == ENOTCONN || errno == ECONNABORTED)
     }
 
     static func fuseDeviceUsable() throws {
@@ -63,43 +56,6 @@ enum MountChecks {
         guard missing.isEmpty else {
             throw Failure("\(container.backing): not a container: missing \(missing.joined(separator: ", ")) (create it with `appsandboxfs init` or mount with --create)")
         }
-    }
-}
-
-/// /proc/self/mountinfo, read when needed.
-enum MountTable {
-    struct Entry {
-        var mountpoint: String
-        var fsType: String
-        var source: String
-    }
-
-    static func entries() -> [Entry] {
-        guard let text = try? String(contentsOfFileWithoutFoundation: "/proc/self/mountinfo") else { return [] }
-        return text.split(separator: "\n").compactMap { line in
-            let fields = line.split(separator: " ", omittingEmptySubsequences: false)
-            guard let dash = fields.firstIndex(of: "-"), fields.count > dash + 2, fields.count > 4 else { return nil }
-            return Entry(mountpoint: unescape(fields[4]), fsType: String(fields[dash + 1]), source: unescape(fields[dash + 2]))
-        }
-    }
-
-    static func entry(at path: String) -> Entry? { entries().last { $0.mountpoint == path } }
-    static func isMounted(_ path: String) -> Bool { entry(at: path) != nil }
-
-    /// mountinfo writes space, tab, newline and backslash as \ooo.
-    static func unescape(_ field: Substring) -> String {
-        var bytes: [UInt8] = []
-        var utf8 = Array(field.utf8)[...]
-        while let byte = utf8.popFirst() {
-            if byte == UInt8(ascii: "\\"), utf8.count >= 3,
-               let value = UInt8(String(decoding: utf8.prefix(3), as: UTF8.self), radix: 8) {
-                bytes.append(value)
-                utf8 = utf8.dropFirst(3)
-            } else {
-                bytes.append(byte)
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }
 

@@ -3,6 +3,7 @@ import ArgumentParser
 import FuseKit
 import Glibc
 import Logging
+import MountInfo
 import SandboxPolicy
 
 struct MountCommand: ParsableCommand {
@@ -10,9 +11,14 @@ struct MountCommand: ParsableCommand {
         commandName: "mount",
         abstract: "Mount a container's backing directory.",
         discussion: """
-            Returns once the mount is ready, unless --foreground is given.
+            Returns once the mount is ready, unless --foreground is given. -o takes the
+            options of `mount -t fuse.appsandboxfs` too (app_name=NAME, keep_tmp, ...; see
+            docs/cli.md): each stands for its flag. A background driver logs to syslog (the
+            journal: journalctl -t appsandboxfs, and -t appsandboxfs-denial for the denial
+            lines) unless --log is given.
             Examples:
               appsandboxfs mount ~/containers/MyApp /mnt/MyApp --app-name MyApp
+              appsandboxfs mount ~/containers/MyApp /mnt/MyApp -o app_name=MyApp,ro
               appsandboxfs mount data /mnt/c --foreground -o ro
             """)
 
@@ -37,8 +43,11 @@ struct MountCommand: ParsableCommand {
     @Option(help: "Append each sandbox denial line to this file too.")
     var denialLog: String?
 
-    @Option(help: "Where the background driver's messages go (default: nowhere).")
+    @Option(help: "Where the background driver's messages go (default: syslog).")
     var log: String?
+
+    @Option(help: "The least important messages logged: trace, debug, info, notice, warning, error or critical (default: info; debug with --debug).")
+    var logLevel: LogLevelName?
 
     @Flag(help: "Create the container's folders if the backing directory lacks them.")
     var create = false
@@ -88,26 +97,43 @@ struct MountCommand: ParsableCommand {
     @Option(help: .hidden)
     var readyFD: Int32?
 
+    /// For the mount helper's -f (mount --fake): check the command line and
+    /// the -o options, print what they amount to, mount nothing.
+    @Flag(help: .hidden)
+    var fake = false
+
     mutating func run() throws {
-        let backingPath = absolutePath(backing)
-        let mountPath = absolutePath(mountpoint)
+        try applyMountOptions()
+        if fake {
+            print((["mount", backing, mountpoint] + effectiveArguments).joined(separator: " "))
+            return
+        }
+        // Absolute from here on: the driver works from / (it must keep no
+        // folder of its caller busy).
+        backing = absolutePath(backing)
+        mountpoint = absolutePath(mountpoint)
+        bundle = bundle.map(absolutePath)
+        log = log.map(absolutePath)
+        denialLog = denialLog.map(absolutePath)
+        let backingPath = backing
+        let mountPath = mountpoint
         let name = try appName ?? Self.guessAppName(in: backingPath)
         if let problem = ContainerLayout.problemWithAppName(name) {
             throw Failure("app name \"\(name)\": \(problem)")
         }
         let layout = ContainerLayout(appName: name)
         let container = Container(backing: backingPath, layout: layout)
-        let bundlePath = bundle.map(absolutePath)
+        let bundlePath = bundle
         if readyFD == nil {
             // Checks first (L1): nothing is changed when one fails.
-            if recover && MountChecks.isStale(mountPath) {
+            if recover && MountTable.isStale(mountPath) {
                 FileHandleless.warn("\(mountPath): stale mount found; cleaning it up (--recover)")
                 _ = runTool("/usr/bin/fusermount3", ["-u", "-z", mountPath])
             }
             if !create { try MountChecks.folder(backingPath, role: "backing directory") }
             if let bundlePath { try MountChecks.folder(bundlePath, role: "bundle") }
-            if let log { try MountChecks.writableFile(absolutePath(log), role: "log file") }
-            if let denialLog { try MountChecks.writableFile(absolutePath(denialLog), role: "denial log") }
+            if let log { try MountChecks.writableFile(log, role: "log file") }
+            if let denialLog { try MountChecks.writableFile(denialLog, role: "denial log") }
             try MountChecks.mountpointUsable(mountPath)
             try MountChecks.fuseDeviceUsable()
             if create {
@@ -125,7 +151,7 @@ struct MountCommand: ParsableCommand {
         var configuration = MountConfiguration(backing: backingPath, mountpoint: mountPath, layout: layout)
         configuration.bundleOverride = bundlePath
         configuration.keepTmp = keepTmp
-        configuration.denialLogFile = denialLog.map(absolutePath)
+        configuration.denialLogFile = denialLog
         configuration.entryTimeout = cacheTimeout
         configuration.attributeTimeout = min(cacheTimeout, MountConfiguration.longestAttributeTimeout)
         configuration.maxThreads = threads
@@ -135,26 +161,28 @@ struct MountCommand: ParsableCommand {
         configuration.killPrivV2 = killPrivV2
         configuration.keepCache = keepCache
 
-        LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
-        var logger = Logger(label: "appsandboxfs")
-        logger.logLevel = debug ? .debug : .info
+        // A background driver without --log has no standard error to speak to.
+        let toSyslog = readyFD != nil && log == nil
+        DriverLogging.bootstrap(toSyslog: toSyslog, level: logLevel?.level ?? (debug ? .debug : .info))
+        let logger = Logger(label: DriverLogging.label)
+        configuration.denialLogger = Logger(label: DriverLogging.denialLabel)
         umask(0)
+        _ = chdir("/")
 
         // Everything that can fail comes before anything in the backing
         // directory changes (L1).
         let fileSystem: SandboxFileSystem
         let session: FuseSession
         do {
-            fileSystem = try SandboxFileSystem(configuration: configuration, logger: logger)
-            // `-o io_uring` is this driver's, as --io-uring; libfuse would refuse it.
-            let given = options.flatMap { $0.split(separator: ",").map(String.init) }
+            fileSystem = try SandboxFileSystem(configuration: configuration)
             let mountOptions = ["allow_other", "default_permissions", "fsname=\(backingPath)", "subtype=appsandboxfs"]
-                + given.filter { $0 != "io_uring" }
+                + options.flatMap { $0.split(separator: ",").map(String.init) }
             let transportLogger = logger
             session = try FuseSession(fileSystem: fileSystem, options: mountOptions, debug: debug,
                                       passthrough: configuration.usesPassthrough, killPrivV2: configuration.killPrivV2,
-                                      ioUring: ioUring || given.contains("io_uring"), log: { transportLogger.notice("\($0)") })
+                                      ioUring: ioUring, log: { transportLogger.notice("\($0)") })
         } catch {
+            if toSyslog { logger.error("\(backingPath) at \(mountPath): \(error)") }
             Daemon.reportFailure("\(error)", readyFD: readyFD)
             throw ExitCode(1)
         }
@@ -183,19 +211,23 @@ struct MountCommand: ParsableCommand {
             throw ExitCode(1)
         }
         // For `appsandboxfs status`: this driver's pid and options.
-        let statusRecord = StatusFile.publish(for: self, backing: backingPath, mountpoint: mountPath, appName: name)
+        let statusRecord = StatusFile.publish(for: self, backing: backingPath, mountpoint: mountPath, appName: name,
+                                              passthrough: configuration.usesPassthrough)
+        logger.info("appsandboxfs \(Version.description): serving \(backingPath) at \(mountPath) as \(name) (pid \(getpid()), passthrough \(session.passthroughGranted ? "on" : "off"))")
         Daemon.reportReady(readyFD: readyFD)
-        session.run(maxThreads: configuration.maxThreads)
+        let status = session.run(maxThreads: configuration.maxThreads)
+        if status != 0 { logger.error("\(mountPath): reading /dev/fuse failed: \(String(cString: strerror(-status)))") }
         statusRecord?.remove()
         // T2: the mount is gone (unmounted, SIGTERM or SIGINT): empty tmp,
         // from the root descriptor opened at mount. `unmount` waits for this
         // process to exit.
         do {
             let (_, failures) = try fileSystem.tmp.finishAfterUnmount()
-            for failure in failures { FileHandleless.warn("tmp: cannot remove \(failure)") }
+            for failure in failures { logger.warning("tmp: cannot remove \(failure)") }
         } catch {
-            FileHandleless.warn("\(error)")
+            logger.warning("\(error)")
         }
+        logger.info("\(mountPath): unmounted; exiting")
     }
 
     /// Each node the kernel holds keeps a descriptor open: allow as many as

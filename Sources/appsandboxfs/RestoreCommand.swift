@@ -2,6 +2,7 @@ import AppSandboxFS
 import ArgumentParser
 import ContainerBackup
 import Glibc
+import MountInfo
 import SandboxPolicy
 
 struct RestoreCommand: ParsableCommand {

@@ -6,10 +6,13 @@ struct RunCommand: ParsableCommand {
         commandName: "run",
         abstract: "Run a command \"inside\" a mounted container: with the environment an iOS app sees there (see env).",
         discussion: """
-            Sets HOME, CFFIXED_USER_HOME and TMPDIR as `appsandboxfs env` prints them, keeps
-            the rest of the environment and the working folder, and replaces itself with
-            COMMAND (found on PATH), so signals and the exit status are COMMAND's own. Put
-            -- before COMMAND when it has options of its own.
+            Sets HOME, CFFIXED_USER_HOME, TMPDIR and the XDG folders as `appsandboxfs env`
+            prints them (so Foundation's documentDirectory, cachesDirectory,
+            applicationSupportDirectory, temporaryDirectory and UserDefaults land in the
+            container's Documents, Library/Caches, Library/Application Support, tmp and
+            Library/Preferences), keeps the rest of the environment and the working folder,
+            and replaces itself with COMMAND (found on PATH), so signals and the exit status
+            are COMMAND's own. Put -- before COMMAND when it has options of its own.
             With --confine (root only; docs/confinement.md), COMMAND runs in a world of its
             own, as an app in the iOS sandbox: the container read-write at its mountpoint,
             the rest of the file system read-only, /tmp and /var/tmp the container's tmp,

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Glibc
+import MountInfo
 
 struct StatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -50,6 +51,8 @@ struct StatusCommand: ParsableCommand {
 
     struct Output: Encodable {
         var schema = "appsandboxfs.status/1"
+        /// This appsandboxfs (`--version`); each driver's is in its options.
+        var version = Version.description
         var mounts: [StatusEntry]
     }
 }
@@ -94,15 +97,17 @@ struct StatusEntry: Encodable {
     static func all() -> [StatusEntry] {
         var records = StatusFile.records()
         var entries: [StatusEntry] = []
-        for mount in ContainerMountInfo.entries() {
-            let index = records.firstIndex { $0.record.mountpoint == mount.mountpoint && $0.record.backing == mount.source && $0.alive }
-                ?? records.firstIndex { $0.record.mountpoint == mount.mountpoint && $0.record.backing == mount.source }
+        for mount in MountTable.entries() where mount.isContainer {
+            // A record is this mount's when its mountpoint, backing directory
+            // and device agree with the line (the line alone proves nothing).
+            let index = records.firstIndex { $0.record.mountpoint == mount.mountpoint && mount.matches($0.record) && $0.alive }
+                ?? records.firstIndex { $0.record.mountpoint == mount.mountpoint && mount.matches($0.record) }
             let found = index.map { records.remove(at: $0) }
-            let alive = found?.alive ?? !MountChecks.isStale(mount.mountpoint)
+            let alive = found?.alive ?? !MountTable.isStale(mount.mountpoint)
             entries.append(StatusEntry(
                 mountpoint: mount.mountpoint, backing: mount.source, appName: found?.record.appName,
                 pid: found?.record.pid, state: alive ? .mounted : .stale, started: found?.record.started,
-                mountOptions: mount.options, options: found?.record.options))
+                mountOptions: mount.options.joined(separator: ","), options: found?.record.options))
         }
         for (record, alive) in records {
             entries.append(StatusEntry(
@@ -132,32 +137,5 @@ struct StatusEntry: Encodable {
                 column == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[column] - cell.count)
             }.joined(separator: "  ")
         }.joined(separator: "\n") + "\n"
-    }
-}
-
-/// The container mounts in /proc/self/mountinfo, with their options.
-enum ContainerMountInfo {
-    struct Entry {
-        var mountpoint: String
-        var source: String
-        /// Per-mount options, then the super-block options.
-        var options: String
-    }
-
-    static func entries() -> [Entry] {
-        guard let text = try? String(contentsOfFileWithoutFoundation: "/proc/self/mountinfo") else { return [] }
-        return text.split(separator: "\n").compactMap { line in
-            // 36 35 0:52 / /mnt/MyApp rw,nosuid,nodev,relatime shared:1 - fuse.appsandboxfs /srv/MyApp rw,user_id=0,...
-            let fields = line.split(separator: " ", omittingEmptySubsequences: false)
-            guard fields.count > 5, let dash = fields.firstIndex(of: "-"), fields.count > dash + 3,
-                  fields[dash + 1] == MountTable.containerType else { return nil }
-            var options: [Substring] = []
-            for option in fields[5].split(separator: ",") + fields[dash + 3].split(separator: ",")
-            where !options.contains(option) {
-                options.append(option)
-            }
-            return Entry(mountpoint: MountTable.unescape(fields[4]), source: MountTable.unescape(fields[dash + 2]),
-                         options: options.joined(separator: ","))
-        }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import MountInfo
 
 /// What a driver says about itself, for `appsandboxfs status`: the kernel's
 /// mount table knows the mountpoint and the backing directory (the mount's
@@ -11,7 +12,10 @@ import Glibc
 /// and the process's start time, and the next driver to start removes it.
 ///
 /// The state dir is $APPSANDBOXFS_STATE_DIR, else /run/appsandboxfs for root,
-/// else $XDG_RUNTIME_DIR/appsandboxfs, else /tmp/appsandboxfs-<uid>.
+/// else $XDG_RUNTIME_DIR/appsandboxfs, else /tmp/appsandboxfs-<uid>. It must
+/// be a folder (not a link) owned by this user that no one else may write
+/// (it is refused otherwise: someone else made it, in /tmp say), and records
+/// are written and read through its descriptor without following links.
 struct MountRecord: Codable, Equatable {
     var pid: Int32
     /// Field 22 of /proc/<pid>/stat (clock ticks after boot): a pid that was
@@ -23,6 +27,11 @@ struct MountRecord: Codable, Equatable {
     /// When the mount became ready (ISO 8601, UTC).
     var started: String
     var options: Options
+    /// st_dev of the mount (the kernel's "major:minor" in the mount table):
+    /// ties the record to the mount, whatever fsname the table shows.
+    var device: UInt64?
+    /// The driver's `appsandboxfs --version`.
+    var version: String?
 
     /// The options the driver was started with (defaults included).
     struct Options: Codable, Equatable {
@@ -35,11 +44,13 @@ struct MountRecord: Codable, Equatable {
         var keepCache: Bool
         var threads: Int
         var debug: Bool
-        /// The `-o` options, one per element.
+        /// Whether passthrough was asked for (the kernel may still refuse it).
+        var passthrough: Bool?
+        /// The `-o` options for libfuse, one per element.
         var mountOptions: [String]
 
         enum CodingKeys: String, CodingKey {
-            case bundle, keepTmp, denialLog, log, cacheTimeout, writeback, keepCache, threads, debug, mountOptions
+            case bundle, keepTmp, denialLog, log, cacheTimeout, writeback, keepCache, threads, debug, passthrough, mountOptions
         }
 
         /// Every key always, null when not given (decoding is synthesized).
@@ -54,6 +65,7 @@ struct MountRecord: Codable, Equatable {
             try container.encode(keepCache, forKey: .keepCache)
             try container.encode(threads, forKey: .threads)
             try container.encode(debug, forKey: .debug)
+            try container.encode(passthrough, forKey: .passthrough)
             try container.encode(mountOptions, forKey: .mountOptions)
         }
 
@@ -65,6 +77,7 @@ struct MountRecord: Codable, Equatable {
             if keepCache { parts.append("keep_cache") }
             if keepTmp { parts.append("keep_tmp") }
             if debug { parts.append("debug") }
+            if passthrough == false { parts.append("nopassthrough") }
             if let bundle { parts.append("bundle=\(bundle)") }
             if let denialLog { parts.append("denial_log=\(denialLog)") }
             if let log { parts.append("log=\(log)") }
@@ -84,51 +97,61 @@ enum StatusFile {
 
     /// The driver's own record, removed by `remove()` at exit.
     struct Published {
-        let path: String
-        func remove() { unlink(path) }
+        let folder: StateFolder
+        let name: String
+        func remove() { folder.remove(name) }
     }
 
     /// Called by the driver once its mount is ready. Never fails the mount:
     /// when the record cannot be written, `status` shows the mount without
     /// a pid, and a warning says why.
-    static func publish(for command: MountCommand, backing: String, mountpoint: String, appName: String) -> Published? {
+    static func publish(for command: MountCommand, backing: String, mountpoint: String, appName: String,
+                        passthrough: Bool) -> Published? {
         let pid = getpid()
         let options = MountRecord.Options(
             bundle: command.bundle.map(absolutePath), keepTmp: command.keepTmp,
             denialLog: command.denialLog.map(absolutePath), log: command.log.map(absolutePath),
             cacheTimeout: command.cacheTimeout, writeback: command.writeback, keepCache: command.keepCache,
-            threads: command.threads, debug: command.debug,
+            threads: command.threads, debug: command.debug, passthrough: passthrough,
             mountOptions: command.options.flatMap { $0.split(separator: ",").map(String.init) })
+        // From the mount table, not stat(2): the mount is not served yet,
+        // and a stat would wait for this very driver (a deadlock).
+        let device = MountTable.entry(at: mountpoint)?.deviceNumber
         let record = MountRecord(
             pid: pid, processStart: processStartTime(pid) ?? 0, mountpoint: mountpoint, backing: backing,
-            appName: appName, started: iso8601(Date()), options: options)
-        let folder = directory
-        pruneDeadRecords(in: folder)
+            appName: appName, started: iso8601(Date()), options: options, device: device, version: Version.description)
+        let path = directory
         do {
-            try makeFolder(folder)
-            let path = folder + "/\(pid).json"
-            let temporary = folder + "/.\(pid).json.partial"
-            try JSONOutput.data(record).write(to: URL(fileURLWithPath: temporary))
-            guard rename(temporary, path) == 0 else {
-                let code = errno
-                unlink(temporary)
-                throw Failure("\(path): \(String(cString: strerror(code)))")
-            }
-            return Published(path: path)
+            let folder = try StateFolder(path, create: true)
+            pruneDeadRecords(in: folder)
+            let name = "\(pid).json"
+            try folder.write(name, Array(JSONOutput.data(record)))
+            return Published(folder: folder, name: name)
         } catch {
-            FileHandleless.warn("cannot write the status record in \(folder) (`appsandboxfs status` will not show this driver's pid and options): \(error)")
+            FileHandleless.warn("cannot write the status record in \(path) (`appsandboxfs status` will not show this driver's pid and options): \(error)")
             return nil
         }
     }
 
     /// Every readable record in the state dir, with whether its driver still
-    /// runs.
+    /// runs. None when the folder is missing or not safe (a warning says why).
     static func records() -> [(record: MountRecord, alive: Bool)] {
-        let folder = directory
-        guard let names = try? FileManagerless.list(folder) else { return [] }
-        return names.filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }.sorted().compactMap { name in
-            guard let data = FileManager.default.contents(atPath: folder + "/" + name),
-                  let record = try? JSONDecoder().decode(MountRecord.self, from: data) else { return nil }
+        let folder: StateFolder
+        do {
+            folder = try StateFolder(directory, create: false)
+        } catch is StateFolder.Missing {
+            return []
+        } catch {
+            FileHandleless.warn("ignoring the status records: \(error)")
+            return []
+        }
+        return records(in: folder)
+    }
+
+    private static func records(in folder: StateFolder) -> [(record: MountRecord, alive: Bool)] {
+        folder.names().filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }.sorted().compactMap { name in
+            guard let data = folder.read(name),
+                  let record = try? JSONDecoder().decode(MountRecord.self, from: Data(data)) else { return nil }
             return (record, isAlive(record))
         }
     }
@@ -142,15 +165,9 @@ enum StatusFile {
 
     /// Records of drivers that were killed: removed when the next driver
     /// starts (status itself changes nothing).
-    private static func pruneDeadRecords(in folder: String) {
-        for (record, alive) in records() where !alive {
-            unlink(folder + "/\(record.pid).json")
-        }
-    }
-
-    private static func makeFolder(_ path: String) throws {
-        if mkdir(path, 0o755) != 0 && errno != EEXIST {
-            throw Failure("\(path): \(String(cString: strerror(errno)))")
+    private static func pruneDeadRecords(in folder: StateFolder) {
+        for (record, alive) in records(in: folder) where !alive {
+            folder.remove("\(record.pid).json")
         }
     }
 

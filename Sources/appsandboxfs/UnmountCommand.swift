@@ -1,5 +1,7 @@
 import ArgumentParser
 import Foundation
+import MountInfo
+import Spawning
 
 struct UnmountCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -8,29 +10,34 @@ struct UnmountCommand: ParsableCommand {
         discussion: """
             Returns once the mount is gone and its driver has emptied tmp (unless mounted
             with --keep-tmp) and exited, so the container can be mounted again at once.
-            A busy mount (a file or working folder still open
-            in it) is detached lazily: it goes away when the last one closes (then the
-            driver empties tmp and exits after this command has returned). A stale
-            mount (the driver died) is cleaned up. `umount MOUNTPOINT` (as root) and
-            `fusermount3 -u MOUNTPOINT` unmount too.
-            Exit status: 0; 1 when MOUNTPOINT cannot be unmounted (it is not a mount).
+            A busy mount (a file, working folder or mapping still open in it) is left
+            mounted, and the processes keeping it busy are named; with --lazy it is
+            detached at once instead and goes away when the last of them lets go (as
+            fusermount3 -u -z; the driver then empties tmp and exits after this command
+            has returned). A stale mount (the driver died) is cleaned up. `umount
+            MOUNTPOINT` (as root) and `fusermount3 -u MOUNTPOINT` unmount too.
+            Exit status: 0; 1 when MOUNTPOINT cannot be unmounted (it is not a mount, or it
+            is busy and --lazy was not given).
             Examples:
               appsandboxfs unmount /mnt/MyApp
+              appsandboxfs unmount --lazy /mnt/MyApp
               appsandboxfs status /mnt/MyApp || appsandboxfs unmount /mnt/MyApp
             """)
 
     @Argument(help: "The mountpoint.")
     var mountpoint: String
 
+    @Flag(help: "Detach a busy mount now; it goes away when the last file in it is closed.")
+    var lazy = false
+
     func run() throws {
         let path = absolutePath(mountpoint)
         // Root may unmount anything: refuse what is not a container.
-        if let entry = MountTable.entry(at: path), entry.fsType != "fuse.appsandboxfs" {
+        if let entry = MountTable.entry(at: path), !entry.isContainer {
             throw Failure("\(path): not an appsandboxfs mount (it is \(entry.fsType)); nothing unmounted")
         }
-        // A stale mount (the driver died) or a busy one (a file still open in
-        // it) can only be detached lazily; say why only if that fails too.
-        if !MountChecks.isStale(path) {
+        // A stale mount (the driver died) can only be detached lazily.
+        if !MountTable.isStale(path) {
             // The driver's record goes as its session ends: find it first.
             let driver = StatusFile.records().first { $0.alive && $0.record.mountpoint == path }?.record
             let (status, message) = runTool("/usr/bin/fusermount3", ["-u", path], capturingErrors: true)
@@ -40,6 +47,14 @@ struct UnmountCommand: ParsableCommand {
             }
             guard MountTable.isMounted(path) else {
                 throw Failure("\(path): not mounted\(message.isEmpty ? "" : " (" + message + ")")")
+            }
+            let holders = MountUsers.holding(path)
+            guard lazy else {
+                let who = holders.isEmpty ? "no process found holding it (\(message))" : "used by " + holders.joined(separator: "; ")
+                throw Failure("\(path): busy, not unmounted: \(who); close those, or detach it lazily with --lazy")
+            }
+            if !holders.isEmpty {
+                FileHandleless.warn("\(path): busy (used by \(holders.joined(separator: "; "))); detaching it lazily (--lazy): it goes away when they let go")
             }
         }
         let (status, message) = runTool("/usr/bin/fusermount3", ["-u", "-z", path], capturingErrors: true)
@@ -62,29 +77,18 @@ extension UnmountCommand {
     }
 }
 
-/// Runs a program and returns its exit status.
+/// Runs a program, its output shown; returns its exit status.
 func runTool(_ path: String, _ arguments: [String]) -> Int32 {
-    runTool(path, arguments, capturingErrors: false).status
+    (try? ChildProcess.start([path] + arguments).wait().code) ?? 127
 }
 
-/// Runs a program; with `capturingErrors`, what it writes to standard error
-/// is returned (as one line) instead of shown.
+/// Runs a program; what it writes is returned (as one line) instead of shown.
 func runTool(_ path: String, _ arguments: [String], capturingErrors: Bool) -> (status: Int32, errors: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    let pipe = Pipe()
-    if capturingErrors { process.standardError = pipe }
-    do {
-        try process.run()
-    } catch {
-        return (127, "\(path): cannot run")
-    }
-    let data = capturingErrors ? pipe.fileHandleForReading.readDataToEndOfFile() : Data()
-    process.waitUntilExit()
-    let text = String(decoding: data, as: UTF8.self)
+    guard capturingErrors else { return (runTool(path, arguments), "") }
+    let result = ChildProcess.run([path] + arguments)
+    let text = (result.standardError + result.standardOutput)
         .split(separator: "\n").map(String.init).joined(separator: "; ")
-    return (process.terminationStatus, text)
+    return (result.status, text)
 }
 
 func absolutePath(_ path: String) -> String {

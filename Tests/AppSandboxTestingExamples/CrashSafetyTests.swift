@@ -7,6 +7,7 @@
 
 @testable import AppSandboxTesting
 import Foundation
+import MountInfo
 import Testing
 import XCTest
 
@@ -23,15 +24,13 @@ struct CrashSafetyTests {
         try #require(lines.count == 3, "the child reported \(lines): \(child.standardError)")
         let (mountpoint, pid, root) = (lines[0], Int32(lines[1]) ?? 0, lines[2])
         defer {
-            if MountInfo.isContainerMount(mountpoint) { _ = try? Subprocess.run(["fusermount3", "-u", "-z", mountpoint]) }
+            if MountTable.isContainerMount(mountpoint) { _ = try? Subprocess.run(["fusermount3", "-u", "-z", mountpoint]) }
             _ = try? Subprocess.run(["rm", "-rf", "--one-file-system", "--", root])
         }
 
-        let deadline = monotonicSeconds() + 15
-        while MountInfo.isContainerMount(mountpoint) && monotonicSeconds() < deadline { usleep(20_000) }
-        #expect(!MountInfo.isContainerMount(mountpoint), "the container of the dead test process is still mounted")
-        while !Self.ended(pid) && monotonicSeconds() < deadline { usleep(20_000) }
-        #expect(Self.ended(pid), "its driver \(pid) still runs")
+        #expect(waitUntil(timeout: 15) { !MountTable.isContainerMount(mountpoint) },
+                "the container of the dead test process is still mounted")
+        #expect(waitUntil(timeout: 15) { Self.ended(pid) }, "its driver \(pid) still runs")
         #expect(Self.exitCode(pid) == nil || Self.exitCode(pid) == 0, "the driver did not end cleanly")
         #expect(access(root + "/container/tmp/scratch", F_OK) != 0,
                 "tmp was not emptied (T2); /proc/\(pid)/stat: \(readText("/proc/\(pid)/stat") ?? "gone"); driver log: \(readText(root + "/driver.log") ?? "")")

@@ -5,13 +5,14 @@
 
 @testable import AppSandboxTesting
 import Foundation
+import MountInfo
 import Testing
 
 @Suite("AppSandboxTesting guarantees")
 struct FixtureGuaranteeTests {
     /// What is left of a container after its teardown.
     private func expectGone(_ mountpoint: String, root: String, pid: Int32, sourceLocation: SourceLocation = #_sourceLocation) {
-        #expect(!MountInfo.isContainerMount(mountpoint), "still mounted", sourceLocation: sourceLocation)
+        #expect(!MountTable.isContainerMount(mountpoint), "still mounted", sourceLocation: sourceLocation)
         #expect(kill(pid, 0) != 0, "the driver \(pid) still runs", sourceLocation: sourceLocation)
         #expect(access(root, F_OK) != 0, "\(root) is still there", sourceLocation: sourceLocation)
     }
@@ -92,8 +93,7 @@ struct FixtureGuaranteeTests {
         let container = try MountedContainer.mount()
         kill(container.driverPID, SIGKILL)
         // Dead (a zombie the fixture has not reaped yet) before the teardown looks.
-        let deadline = monotonicSeconds() + 15
-        while !CrashSafetyTests.ended(container.driverPID) && monotonicSeconds() < deadline { usleep(5_000) }
+        waitUntil(timeout: 15) { CrashSafetyTests.ended(container.driverPID) }
         let error = #expect(throws: FixtureError.self) { try container.unmount() }
         #expect(error?.description.contains("ended during the test") == true, "\(String(describing: error))")
         expectGone(container.mountpoint, root: container.root, pid: container.driverPID)

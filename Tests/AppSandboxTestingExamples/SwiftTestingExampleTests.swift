@@ -104,7 +104,7 @@ struct NoteStoreSwiftTestingExample {
     @Test("Code run \"inside\" the container sees the iOS environment (an async body)")
     func environment() async throws {
         try await withMountedContainer { container in
-            // appsandboxfs run: a program with HOME, CFFIXED_USER_HOME and TMPDIR as on iOS.
+            // appsandboxfs run: a program with the iOS environment (HOME, TMPDIR, ...).
             let result = try await Task.detached {
                 try container.run(["sh", "-c", #"echo "$HOME|$TMPDIR" && touch "$TMPDIR/scratch""#])
             }.value
@@ -113,5 +113,36 @@ struct NoteStoreSwiftTestingExample {
             #expect(FileManager.default.fileExists(atPath: container.tmp + "/scratch"))
             #expect(container.environment["HOME"] == container.mountpoint)
         }
+    }
+}
+
+/// The same with the trait: every test of the suite gets a container of its
+/// own, mounted before it and unmounted after it, as
+/// `MountedContainer.current`; where this machine cannot mount (no
+/// /dev/fuse, say), the tests are skipped with the reason.
+@Suite("AppSandboxTesting example (Swift Testing trait)", .mountedContainer(.init(appName: "Notes")))
+struct NoteStoreTraitExample {
+    @Test("A note saved in one test's container")
+    func saveAndLoad() throws {
+        let container = try #require(MountedContainer.current)
+        #expect(container.appName == "Notes")
+        let store = NoteStore(home: container.mountpoint)
+        try store.save("Buy milk", as: "todo.txt")
+        #expect(try store.load("todo.txt") == "Buy milk")
+        #expect(container.denials().isEmpty)
+    }
+
+    @Test("Each test has a container of its own: nothing of the other test is here")
+    func freshContainer() throws {
+        let container = try #require(MountedContainer.current)
+        #expect(!FileManager.default.fileExists(atPath: container.documents + "/todo.txt"))
+        #expect(container.isMounted)
+    }
+
+    @Test("Parameterized: a container per case", arguments: ["a.txt", "b.txt"])
+    func perCase(name: String) throws {
+        let container = try #require(MountedContainer.current)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: container.documents).filter { $0.hasSuffix(".txt") }.isEmpty)
+        try NoteStore(home: container.mountpoint).save(name, as: name)
     }
 }

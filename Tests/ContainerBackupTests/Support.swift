@@ -3,6 +3,7 @@
 
 import ContainerBackup
 import Glibc
+import Spawning
 import SandboxPolicy
 import Testing
 
@@ -129,32 +130,11 @@ enum TestXattr {
     }
 }
 
-/// Runs a program to its end; standard output through a file.
+/// Runs a program to its end (the project's one spawner; no stray
+/// descriptor of another test reaches it); its standard output.
 func run(_ arguments: [String], stdin: String = "/dev/null") -> (status: Int32, stdout: String) {
-    var template = Array("/tmp/asfs-backup-unit-out-XXXXXX".utf8CString)
-    let fd = mkstemp(&template)
-    let outPath = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    close(fd)
-    defer { unlink(outPath) }
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, stdin, O_RDONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_TRUNC, 0)
-    // Tests run in parallel: no stray descriptor of another test (one inside
-    // a mount, say) may leak into this child.
-    if let closeFrom = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") {
-        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-        _ = unsafeBitCast(closeFrom, to: CloseFrom.self)(&actions, 3)
-    }
-    let cArguments = arguments.map { strdup($0) } + [nil]
-    defer { cArguments.forEach { free($0) } }
-    var pid: pid_t = 0
-    guard posix_spawnp(&pid, arguments[0], &actions, nil, cArguments, environ) == 0 else { return (127, "") }
-    var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-    let text = (try? String(contentsOfFileWithoutFoundation: outPath)) ?? ""
-    return (status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f), text)
+    let result = ChildProcess.run(arguments, options: SpawnOptions(closeOtherDescriptors: true), input: stdin)
+    return (result.status, result.standardOutput)
 }
 
 extension String {

@@ -57,4 +57,8 @@ void asfs_malloc_trim(void);
 /// open_by_handle_at for a handle made by asfs_name_to_handle.
 int asfs_open_by_handle(int mount_fd, const unsigned char *bytes, size_t length, int type, int flags);
 
+// Process calls for the spawner, and what the build knows of itself.
+#include "clinux_process.h"
+#include "clinux_build.h"
+
 #endif

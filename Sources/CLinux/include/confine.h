@@ -13,10 +13,13 @@
 /// What the confined world is made of (the decisions come from
 /// SandboxPolicy's ConfinementPlan; every path absolute).
 struct asfs_confinement {
-    /// The container's mountpoint: stays read-write (with its rules).
+    /// The container's mountpoint: stays read-write (with its rules). Its
+    /// tmp folder is mounted again on /tmp and /var/tmp.
     const char *mountpoint;
-    /// The container's tmp folder, mounted again on /tmp and /var/tmp.
-    const char *container_tmp;
+    /// The device of the container's mount (mountinfo's major:minor): the
+    /// path must still lead, without a link, to the root of that mount.
+    unsigned device_major;
+    unsigned device_minor;
     /// Other containers' mountpoints: unmounted in the new namespace.
     const char *const *detach;
     size_t detach_count;

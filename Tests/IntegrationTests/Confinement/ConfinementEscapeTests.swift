@@ -146,4 +146,134 @@ struct ConfinementEscapeTests {
             #expect(!exists(m.root + "/confined"))
         }
     }
+
+    @Test("R1, R3: a link put on the mountpoint's path (a folder above it swapped) is refused; the command never gets a read-write copy of the link's target")
+    func mountpointPathSwappedForALink() throws {
+        try withConfinableContainer { m in
+            // The victim: a folder outside (not in /tmp, which is the
+            // container's tmp inside) holding the mountpoint's last name.
+            let victim = try makeTemporaryDirectory(in: "/var/lib")
+            defer { _ = runProcess(["rm", "-rf", "--one-file-system", "--", victim]) }
+            try makeDirectory(victim + "/mnt")
+            try makeDirectory(victim + "/mnt/tmp")
+            // Whoever can write a folder above the mountpoint can rename it
+            // and put a link in its place (or mount a FUSE file system of
+            // their own over it) while the mount table still lists the
+            // container at its path. Done here in a mount namespace of the
+            // test's own, with a tmpfs over the parent of the test's folder.
+            let parent = String(m.root[..<m.root.lastIndex(of: "/")!])
+            let script = #"""
+                mount -t tmpfs asfs-cover "$1" && ln -s "$2" "$3" || exit 9
+                exec "$4" run "$5" --confine -- sh -c 'touch "$HOME/escaped"; echo ran'
+                """#
+            let result = runProcess(["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh",
+                                     parent, victim, m.root, Binaries.appsandboxfs, m.mountpoint], cwd: "/")
+            #expect(result.status == 1, "\(result.stdout) \(result.stderr)")
+            #expect(lines(of: result.stderr, containing: "nothing was run").count == 1, "\(result.stderr)")
+            #expect(!result.stdout.contains("ran"))
+            #expect(!exists(victim + "/mnt/escaped"))
+        }
+    }
+
+    @Test("R3: a command run as root cannot leave a set-user-ID or set-group-ID file in the container (chmod, install -m, the mode of open and mknod); without --confine it can")
+    func noSetIDFilesLeftBehind() throws {
+        try withConfinableContainer { m in
+            // Control: root without --confine (what the driver stores).
+            let control = runProcess([Binaries.appsandboxfs, "run", m.mountpoint, "--", "sh", "-c",
+                                      "cp /bin/true Documents/control && chmod 4755 Documents/control"], cwd: m.mountpoint)
+            #expect(control.status == 0, "control: \(control.stderr)")
+            #expect(mode(of: m.backingPath("Documents/control")) & 0o6000 == 0o4000)
+
+            let python = #"""
+                import os, sys
+                def attempt(name, call):
+                    try: call(); print(name, "allowed")
+                    except OSError as error: print(name, "refused", error.errno)
+                attempt("open", lambda: os.close(os.open("Documents/by-open", os.O_CREAT | os.O_WRONLY, 0o4755)))
+                os.close(os.open("Documents/plain", os.O_CREAT | os.O_WRONLY, 0o755))
+                attempt("chmod", lambda: os.chmod("Documents/plain", 0o4755))
+                attempt("chmod-gid", lambda: os.chmod("Documents/plain", 0o2755))
+                attempt("mknod", lambda: os.mknod("Documents/by-mknod", 0o100000 | 0o6755))
+                attempt("chmod-plain", lambda: os.chmod("Documents/plain", 0o700))
+                """#
+            let result = m.runConfinedScript("""
+                exec 2>&1
+                cp /bin/true Documents/copy; install -m 4755 /bin/true Documents/installed; echo "install $?"
+                chmod u+s Documents/copy; echo "chmod $?"
+                python3 -c '\(python)'
+                """)
+            let printed = result.stdout.split(separator: "\n").map(String.init)
+            for line in ["open refused 1", "chmod refused 1", "chmod-gid refused 1", "mknod refused 1", "chmod-plain allowed"] {
+                #expect(printed.contains(line), "\(line) missing: \(result.stdout)")
+            }
+            #expect(!printed.contains("install 0") && !printed.contains("chmod 0"), "\(result.stdout)")
+            for name in ["copy", "installed", "by-open", "plain", "by-mknod"] where exists(m.backingPath("Documents/" + name)) {
+                #expect(mode(of: m.backingPath("Documents/" + name)) & 0o6000 == 0, "\(name) has a set-ID bit")
+            }
+        }
+    }
+
+    @Test("R3: the kernel keyring is out of reach: the session keyring run inherits (its caller's) cannot be read, even as --user 65534 (without --confine it can)")
+    func noKeyring() throws {
+        #if arch(x86_64)
+        try withConfinableContainer { m in
+            // keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0), and
+            // KEYCTL_READ of it: system call 250 on x86_64.
+            let python = #"""
+                import ctypes
+                libc = ctypes.CDLL(None, use_errno=True)
+                ring = libc.syscall(250, 0, -3, 0)
+                print("keyring", "refused" if ring < 0 else "reached", ctypes.get_errno() if ring < 0 else "")
+                """#
+            let control = runProcess([Binaries.appsandboxfs, "run", m.mountpoint, "--", "/usr/bin/python3", "-c", python], cwd: m.mountpoint)
+            #expect(control.stdout.hasPrefix("keyring reached"), "control: \(control.stdout) \(control.stderr)")
+            for options in [[], ["--user", "65534"]] {
+                let result = m.runConfined(["/usr/bin/python3", "-c", python], options: options)
+                #expect(result.stdout.hasPrefix("keyring refused \(ENOSYS)"), "\(options): \(result.stdout) \(result.stderr)")
+            }
+        }
+        #endif
+    }
+
+    @Test("R3: a container mounted with -o dev,suid is nodev and nosuid inside: a device file in it cannot be opened (without --confine it can)")
+    func containerMountedWithDevices() throws {
+        try withConfinableContainer(extraArguments: ["-o", "dev,suid"], prepare: { backing in
+            #expect(runProcess(["mknod", "-m", "666", backing + "/Documents/null-copy", "c", "1", "3"]).status == 0)
+        }) { m in
+            let control = runProcess([Binaries.appsandboxfs, "run", m.mountpoint, "--", "sh", "-c", "echo x > Documents/null-copy"],
+                                     cwd: m.mountpoint)
+            #expect(control.status == 0, "control: \(control.stderr)")
+            let result = m.runConfinedScript("exec 2>&1; echo x > Documents/null-copy; echo \"status $?\"")
+            #expect(lines(of: result.stdout, containing: "Permission denied").count == 1, "\(result.stdout)")
+            #expect(!result.stdout.contains("status 0"), "\(result.stdout)")
+        }
+    }
+
+    @Test("R3: TIOCSTI on the terminal run shares with its caller is refused (it would type into the caller's shell)")
+    func noTerminalInjection() throws {
+        try withConfinableContainer { m in
+            let python = #"""
+                import fcntl, termios
+                try:
+                    fcntl.ioctl(0, termios.TIOCSTI, b"#"); print("injected")
+                except OSError as error: print("refused", error.errno)
+                """#
+            // script(1) gives run a terminal as its controlling terminal, as
+            // an interactive shell would.
+            let command = m.confinedCommand(["/usr/bin/python3", "-c", python], options: ["--user", "65534"])
+            let result = runProcess(["script", "-qec", command.map(shellQuote).joined(separator: " "), "/dev/null"],
+                                    cwd: m.mountpoint)
+            #expect(result.stdout.contains("refused 1"), "\(result.stdout) \(result.stderr)")
+            #expect(!result.stdout.contains("injected"))
+        }
+    }
+}
+
+private func shellQuote(_ text: String) -> String {
+    "'" + text.split(separator: "'", omittingEmptySubsequences: false).joined(separator: #"'\''"#) + "'"
+}
+
+private func mode(of path: String) -> mode_t {
+    var status = stat()
+    return lstat(path, &status) == 0 ? status.st_mode : 0
 }

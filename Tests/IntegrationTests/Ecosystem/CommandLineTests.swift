@@ -194,7 +194,9 @@ struct EcosystemCommandLineTests {
                 let verb = String(text[Range(match.range(at: 1), in: text)!])
                 guard let options = verbs[verb] else { continue }  // prose: "appsandboxfs under test"
                 let rest = String(text[Range(match.range(at: 2), in: text)!])
-                for word in rest.split(separator: " ") where word.hasPrefix("--") && word.count > 2 && !word.contains("<Tab>") {
+                // Words after a bare -- are the command's (run ... -- swift test --skip-build).
+                for word in rest.split(separator: " ").prefix(while: { $0 != "--" })
+                where word.hasPrefix("--") && word.count > 2 && !word.contains("<Tab>") {
                     let option = String(word.prefix { !"=,]`".contains($0) })
                     #expect(options.contains(option) || option == "--help", "\(document): appsandboxfs \(verb) has no \(option)")
                 }

@@ -170,7 +170,8 @@ struct CommandLineModel {
                     options.append(kind == "short" ? "-" + text : "--" + text)
                 }
             }
-            return Verb(name: name, options: options.filter { $0 != "-h" && $0 != "--help" },
+            // --help and --version (the top command's, shown by each verb) are ArgumentParser's own.
+            return Verb(name: name, options: options.filter { $0 != "-h" && $0 != "--help" && $0 != "--version" },
                         abstract: sub["abstract"] as? String ?? "", discussion: sub["discussion"] as? String ?? "")
         })
     }

@@ -1,6 +1,8 @@
 // `appsandboxfs env` and `appsandboxfs run`: any program run "inside" a
 // mounted container sees HOME, CFFIXED_USER_HOME and TMPDIR as an iOS app
-// does, with the real shell evaluating the exports.
+// does, and the XDG folders under which Foundation on Linux finds
+// Application Support, Caches and the preferences where iOS has them, with
+// the real shell evaluating the exports.
 
 import Foundation
 import Glibc
@@ -18,13 +20,16 @@ struct EcosystemEnvRunTests {
                 export HOME='\(m.root)/it'\\''s a mnt'
                 export CFFIXED_USER_HOME='\(m.root)/it'\\''s a mnt'
                 export TMPDIR='\(m.root)/it'\\''s a mnt/tmp/'
+                export XDG_DATA_HOME='\(m.root)/it'\\''s a mnt/Library/Application Support'
+                export XDG_CACHE_HOME='\(m.root)/it'\\''s a mnt/Library/Caches'
+                export XDG_CONFIG_HOME='\(m.root)/it'\\''s a mnt/Library/Preferences'
 
                 """)
             for shell in ["bash", "sh"] {
-                let evaluated = m.command([shell, "-c", #"eval "$("$0" env "$1")" && printf '%s|%s|%s' "$HOME" "$CFFIXED_USER_HOME" "$TMPDIR""#,
+                let evaluated = m.command([shell, "-c", #"eval "$("$0" env "$1")" && printf '%s|%s|%s|%s|%s|%s' "$HOME" "$CFFIXED_USER_HOME" "$TMPDIR" "$XDG_DATA_HOME" "$XDG_CACHE_HOME" "$XDG_CONFIG_HOME""#,
                                            Binaries.appsandboxfs, m.mountpoint])
                 #expect(evaluated.status == 0, "\(shell): \(evaluated.stderr)")
-                #expect(evaluated.stdout == "\(m.mountpoint)|\(m.mountpoint)|\(m.mountpoint)/tmp/", "\(shell)")
+                #expect(evaluated.stdout == "\(m.mountpoint)|\(m.mountpoint)|\(m.mountpoint)/tmp/|\(m.mountpoint)/Library/Application Support|\(m.mountpoint)/Library/Caches|\(m.mountpoint)/Library/Preferences", "\(shell)")
             }
         }
     }
@@ -44,6 +49,8 @@ struct EcosystemEnvRunTests {
             #expect(object["backing"] as? String == m.backing)
             #expect(object["environment"] as? [String: String] == [
                 "HOME": m.mountpoint, "CFFIXED_USER_HOME": m.mountpoint, "TMPDIR": m.mountpoint + "/tmp/",
+                "XDG_DATA_HOME": m.mountpoint + "/Library/Application Support",
+                "XDG_CACHE_HOME": m.mountpoint + "/Library/Caches", "XDG_CONFIG_HOME": m.mountpoint + "/Library/Preferences",
             ])
 
             let byBacking = m.appsandboxfs(["env", m.backing])

@@ -19,7 +19,7 @@ struct EcosystemMountHelperTests {
         try #require(helperInstalled, "\(installedHelper) is missing: run bash mount-scripts/setup.sh (it installs the helper that mount -t fuse.appsandboxfs runs)")
         #expect(readFileBytes(installedHelper) == readFileBytes(repositoryRoot + "/mount-scripts/mount.fuse.appsandboxfs"),
                 "\(installedHelper) differs from mount-scripts/mount.fuse.appsandboxfs: run bash mount-scripts/setup.sh again")
-        #expect(access("/usr/local/bin/appsandboxfs", X_OK) == 0, "/usr/local/bin/appsandboxfs is missing (setup.sh links it)")
+        #expect(access("/usr/local/bin/appsandboxfs", X_OK) == 0, "/usr/local/bin/appsandboxfs is missing (setup.sh installs it)")
     }
 
     @Test("mount -t fuse.appsandboxfs BACKING MNT -o ... mounts with the options mapped; umount unmounts",
@@ -118,7 +118,7 @@ struct EcosystemMountHelperTests {
 
             let noValue = m.command(["mount", "-t", "fuse.appsandboxfs", m.backing, m.mountpoint, "-o", "app_name"])
             #expect(noValue.status == 1)
-            #expect(noValue.stderr.contains("option app_name needs a value"), "\(noValue.stderr)")
+            #expect(noValue.stderr.contains("app_name needs a value"), "\(noValue.stderr)")
 
             let unknown = m.command(["mount", "-t", "fuse.appsandboxfs", m.backing, m.mountpoint, "-o", "app_name=TestApp,no_such_option"])
             #expect(unknown.status == 32)
@@ -128,19 +128,41 @@ struct EcosystemMountHelperTests {
         }
     }
 
-    @Test("The helper maps each option to its flag (run as mount(8) runs it, with -v -f)")
+    @Test("The helper hands -o to appsandboxfs unchanged, which maps each name to its flag (run as mount(8) runs it, with -v -f)")
     func optionMapping() throws {
         let helper = repositoryRoot + "/mount-scripts/mount.fuse.appsandboxfs"
+        let options = "rw,app_name=A,bundle=/x/A.app,denial_log=/d.log,log=/l.log,cache_timeout=2.5,threads=4,"
+            + "keep_tmp,create,recover,debug,writeback,nokeep_cache,ro,allow_other,max_read=65536,"
+            + "defaults,noauto,user,_netdev,nofail,x-gvfs-show,comment=x,suid,dev,exec"
         let result = runProcess(["env", "APPSANDBOXFS_BIN=\(Binaries.appsandboxfs)", helper, "/b", "/m", "-f", "-v", "-o",
-                                 "rw,app_name=A,bundle=/x/A.app,denial_log=/d.log,log=/l.log,cache_timeout=2.5,threads=4,"
-                                 + "keep_tmp,create,recover,debug,writeback,nokeep_cache,ro,allow_other,max_read=65536,"
-                                 + "defaults,noauto,user,_netdev,nofail,x-gvfs-show,comment=x,suid,dev,exec",
-                                 "-t", "fuse.appsandboxfs"])
+                                 options, "-t", "fuse.appsandboxfs"])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stderr == "mount.fuse.appsandboxfs: \(Binaries.appsandboxfs) mount /b /m --app-name A --bundle /x/A.app "
-                + "--denial-log /d.log --log /l.log --cache-timeout 2.5 --threads 4 --keep-tmp --create --recover --debug "
-                + "--writeback --no-keep-cache -o ro,allow_other,max_read=65536\n")
+        #expect(result.stderr == "mount.fuse.appsandboxfs: \(Binaries.appsandboxfs) mount /b /m -o \(options) --fake\n")
+        let mapped = "mount /b /m --app-name A --bundle /x/A.app --denial-log /d.log --log /l.log --cache-timeout 2.5 "
+            + "--threads 4 --keep-tmp --create --recover --debug --writeback --no-keep-cache -o ro,allow_other,max_read=65536\n"
+        #expect(result.stdout == mapped)
+        // The same names on appsandboxfs's own command line, parsed by the same code.
+        let direct = runProcess([Binaries.appsandboxfs, "mount", "/b", "/m", "-o", options, "--fake"])
+        #expect(direct.status == 0, "\(direct.stderr)")
+        #expect(direct.stdout == mapped)
+        // A bad value: a command-line error (64; the helper's 1), also with -f.
+        let bad = runProcess(["env", "APPSANDBOXFS_BIN=\(Binaries.appsandboxfs)", helper, "/b", "/m", "-f", "-o", "threads=many"])
+        #expect(bad.status == 1, "\(bad.stderr)")
+        #expect(bad.stderr.contains("threads=many"), "\(bad.stderr)")
+        #expect(runProcess([Binaries.appsandboxfs, "mount", "/b", "/m", "-o", "cache_timeout=soon", "--fake"]).status == 64)
         #expect(runProcess([helper, "/b"]).status == 1)
         #expect(runProcess(["env", "APPSANDBOXFS_BIN=/nonexistent", helper, "/b", "/m"]).stderr.contains("not an executable"))
+    }
+
+    @Test("appsandboxfs mount -o app_name=NAME mounts (the helper's names on the command line too)")
+    func appNameOnCommandLine() throws {
+        try withEcoMount { m in
+            let mounted = runProcess([Binaries.appsandboxfs, "mount", m.backing, m.mountpoint, "-o", "app_name=TestApp,keep_tmp,ro"])
+            #expect(mounted.status == 0, "\(mounted.stderr)")
+            #expect(m.isMounted)
+            #expect(access(m.mountpoint + "/TestApp.app", F_OK) == 0)
+            #expect(mkdir(m.mountpoint + "/Documents/x", 0o755) != 0 && errno == EROFS, "-o ro did not reach the kernel")
+            #expect(runProcess([Binaries.appsandboxfs, "unmount", m.mountpoint]).status == 0)
+        }
     }
 }

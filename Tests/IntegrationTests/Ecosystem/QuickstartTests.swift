@@ -1,6 +1,8 @@
 // docs/quickstart.md is real: every `$ command` of its console blocks runs,
 // in order, in bash, and prints what the page shows (process ids, times and
-// column alignment aside); the commands the page shows failing fail.
+// column alignment aside); the commands the page shows failing fail. A
+// ```swift block whose first line is `// /tmp/quickstart/NAME` is the file
+// the page asks the reader to write there.
 
 import Foundation
 import Glibc
@@ -32,6 +34,25 @@ struct EcosystemQuickstartTests {
         return steps
     }
 
+    /// The ```swift blocks that name their file in a first-line comment:
+    /// (path, contents).
+    static func files(of markdown: String) -> [(path: String, text: String)] {
+        var files: [(path: String, text: String)] = [], current: [String]?
+        for line in markdown.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) {
+            if current == nil, line == "```swift" {
+                current = []
+            } else if let lines = current, line.hasPrefix("```") {
+                if let first = lines.first, first.hasPrefix("// /tmp/quickstart/") {
+                    files.append((String(first.dropFirst(3)), lines.joined(separator: "\n") + "\n"))
+                }
+                current = nil
+            } else {
+                current?.append(line)
+            }
+        }
+        return files
+    }
+
     /// Whitespace-separated words, digits runs as N: what must match.
     static func words(_ text: String) -> [String] {
         text.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" }).map {
@@ -60,6 +81,10 @@ struct EcosystemQuickstartTests {
         // one in .build); mount(8)'s helper runs it through APPSANDBOXFS_BIN.
         try makeDirectory(root + "/bin")
         symlink(Binaries.appsandboxfs, root + "/bin/appsandboxfs")
+        try makeDirectory(base)
+        for file in Self.files(of: repositoryFile("docs/quickstart.md")) {
+            try writeFile(file.path.replacingOccurrences(of: "/tmp/quickstart", with: base), file.text)
+        }
 
         var script = "export PATH='\(root)/bin':\"$PATH\" APPSANDBOXFS_BIN='\(Binaries.appsandboxfs)'\n"
         for (index, step) in steps.enumerated() {

@@ -35,7 +35,8 @@ struct EcosystemStatusTests {
             #expect(options["mountOptions"] as? [String] == ["noatime"])
             #expect(options["denialLog"] as? String == m.denialLog)
             #expect(options.keys.sorted() == ["bundle", "cacheTimeout", "debug", "denialLog", "keepCache", "keepTmp",
-                                              "log", "mountOptions", "threads", "writeback"])
+                                              "log", "mountOptions", "passthrough", "threads", "writeback"])
+            #expect(options["passthrough"] as? Bool == true, "passthrough is recorded (the default included)")
 
             let table = m.appsandboxfs(["status", m.mountpoint])
             #expect(table.status == 0)

@@ -286,6 +286,33 @@ struct TmpRulesTests {
         }
     }
 
+    /// flock needs only a descriptor, and tmp (0755) may be opened by any
+    /// local user: a lock held on it for ever must not keep the driver, and
+    /// so `unmount`, waiting for ever.
+    @Test("T2 a lock another user holds on the backing tmp does not keep `unmount` waiting: tmp is left as it is, with a warning")
+    func foreignLockOnTmp() throws {
+        try withRulesMount { r in
+            try r.mountForeground()
+            try writeFile(r.path("tmp/kept.txt"), "kept\n")
+            let held = r.root + "/lock-held"
+            try writeFile(held, "")
+            let holder = try spawn(["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c",
+                                    "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDONLY); fcntl.flock(fd, fcntl.LOCK_EX); "
+                                        + "print('held', flush=True); time.sleep(600)", r.backingPath("tmp")],
+                                   stdin: "/dev/null", stdout: held, stderr: "/dev/null")
+            defer {
+                kill(holder, SIGKILL)
+                _ = waitForExit(holder, timeout: 30)
+            }
+            #expect(waitUntil { readFileText(held).hasPrefix("held") })
+            let result = r.run(["unmount", r.mountpoint])
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(r.waitForDriverExit() == .exited(0), "\(r.stderrText())")
+            #expect(r.stderrText().contains("tmp: locked by another process"), "\(r.stderrText())")
+            #expect(readFileText(r.backingPath("tmp/kept.txt")) == "kept\n")
+        }
+    }
+
     /// A new mount of the container right after an unmount that does not
     /// wait (fusermount3 -u) must not race with the old driver, still
     /// emptying tmp: the new driver waits for it before mounting, so what

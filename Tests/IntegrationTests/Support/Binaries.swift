@@ -32,6 +32,12 @@ enum Binaries {
         if access(beside, X_OK) == 0 { return beside }
         return parentDirectory(appsandboxfs) + "/fsprobe"
     }
+
+    /// The program that stores data as a typical iOS app does: $TYPICALAPP_BIN,
+    /// else beside the test binary.
+    static var typicalapp: String {
+        environment("TYPICALAPP_BIN") ?? buildDirectory + "/typicalapp"
+    }
 }
 
 func environment(_ name: String) -> String? {

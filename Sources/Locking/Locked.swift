@@ -1,8 +1,8 @@
 import Glibc
 
 /// A value behind a pthread mutex, with the same `withLock` as
-/// `Synchronization.Mutex`. Here because FuseKit's own state needs it, and
-/// the file system above uses the same one.
+/// `Synchronization.Mutex`. A module of its own: FuseKit's state and the
+/// file system above both use it, and neither owns it.
 ///
 /// Why not `Mutex`: on Linux it locks with atomics and futex calls inside
 /// the prebuilt Synchronization library, which ThreadSanitizer does not

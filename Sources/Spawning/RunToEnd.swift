@@ -1,0 +1,100 @@
+import Glibc
+
+/// How a program run to its end ended, and what it printed.
+public struct ProcessOutput: Sendable, Equatable {
+    /// The exit code, or 128 + the signal that killed it (as a shell says);
+    /// 127 when it could not start.
+    public var status: Int32
+    public var standardOutput: String
+    public var standardError: String
+
+    public var succeeded: Bool { status == 0 }
+
+    public init(status: Int32, standardOutput: String, standardError: String) {
+        self.status = status
+        self.standardOutput = standardOutput
+        self.standardError = standardError
+    }
+}
+
+extension ChildProcess {
+    /// Runs `arguments` to its end, its output caught in temporary files (a
+    /// pipe could fill and block it), standard input `input` (a file to
+    /// read) or /dev/null. Killed after `timeout` seconds (status 137, and
+    /// standard error says so). Never throws: a program that cannot start
+    /// gives 127 and the reason.
+    public static func run(_ arguments: [String], options: SpawnOptions = SpawnOptions(), input: String? = nil,
+                           timeout: Double? = nil) -> ProcessOutput {
+        let output = CaptureFile(), errors = CaptureFile()
+        guard let outputPath = output.path, let errorsPath = errors.path else {
+            return ProcessOutput(status: 127, standardOutput: "", standardError: "cannot make a temporary file in /tmp")
+        }
+        var options = options
+        options.standardInput = input.map(Redirection.path) ?? .nullDevice
+        options.standardOutput = .path(outputPath)
+        options.standardError = .path(errorsPath)
+        let child: ChildProcess
+        do {
+            child = try start(arguments, options)
+        } catch {
+            return ProcessOutput(status: 127, standardOutput: "", standardError: error.description)
+        }
+        var status = timeout.map { child.wait(timeout: $0) } ?? child.wait()
+        var note = ""
+        if status == nil, let timeout {
+            kill(child.pid, SIGKILL)
+            status = child.wait()
+            note = "\n[killed after \(timeout) s: \(arguments.joined(separator: " "))]"
+        }
+        return ProcessOutput(status: status?.code ?? 137, standardOutput: output.text(),
+                             standardError: errors.text() + note)
+    }
+
+    /// The first executable `name` on PATH.
+    public static func onPath(_ name: String) -> String? {
+        let value = getenv("PATH").map { String(cString: $0) } ?? ""
+        let path = value.isEmpty ? "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin" : value
+        for folder in path.split(separator: ":") where !folder.isEmpty {
+            let candidate = folder + "/" + name
+            var status = stat()
+            if stat(candidate, &status) == 0 && status.st_mode & S_IFMT == S_IFREG && access(candidate, X_OK) == 0 {
+                return candidate
+            }
+        }
+        return nil
+    }
+}
+
+/// An empty file in /tmp for a child's output, removed with this value.
+private final class CaptureFile {
+    let path: String?
+
+    init() {
+        var template = Array("/tmp/appsandboxfs-output-XXXXXX".utf8CString)
+        let fd = mkstemp(&template)
+        if fd >= 0 {
+            close(fd)
+            path = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        } else {
+            path = nil
+        }
+    }
+
+    func text() -> String {
+        guard let path else { return "" }
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return "" }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = read(fd, &buffer, buffer.count)
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { break }
+            bytes += buffer[0..<count]
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    deinit { if let path { unlink(path) } }
+}
