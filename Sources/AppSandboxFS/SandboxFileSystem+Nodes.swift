@@ -37,12 +37,20 @@ extension SandboxFileSystem {
         if changes.accessTime != nil || changes.modificationTime != nil { change.insert(.times) }
         let verdict = change.isEmpty || Self.isKernelTimeFlush(change, node: node)
             ? Verdict.allow : SandboxPolicy.decide(.setAttributes(zone(of: node), change))
+        // chown(f, -1, -1) reaches us as a setattr that changes nothing (the
+        // kernel sends no ctime without the writeback cache), yet ext4 and
+        // the VFS update the ctime for it (W1, pjdfstest chown/00.t). Do the
+        // same where an owner change is allowed; elsewhere (bundle, Inbox,
+        // system folders) the call stays a no-op that changes nothing.
+        let touchesCtime = change.isEmpty
+            && SandboxPolicy.decide(.setAttributes(zone(of: node), .owner)) == .allow
         send(guarded(verdict, request, at: .node(node)) { () throws(Errno) in
             if changes.size != nil, let locked = sizeChangeDenial(request, handle: handle, node: node) { throw locked }
             // An open handle is the better target: it works after chmod 0
             // and for files that were unlinked while open.
             let openFD = handle.map { Int32(truncatingIfNeeded: $0.rawValue) }
             return try node.withFD { (nodeFD) throws(Errno) in
+                if touchesCtime { try Backing.chown(nodeFD, uid: uid_t.max, gid: gid_t.max) }
                 if let mode = changes.mode {
                     if let openFD { _ = try check(fchmod(openFD, mode)) } else { try Backing.chmod(nodeFD, mode: mode) }
                 }

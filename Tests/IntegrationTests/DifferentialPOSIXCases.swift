@@ -103,6 +103,21 @@ extension POSIXCases {
 
 extension POSIXCases {
     static let attributes: [POSIXCase] = [
+        // The kernel forwards chown(f, -1, -1) as a setattr with nothing in
+        // it; ext4 still updates the ctime (pjdfstest chown/00.t, where
+        // POSIX allows either), so the mount must too.
+        POSIXCase("chown_minus_one_updates_ctime_only", #"""
+            open 1 f creat
+            mkdir d
+            stamp f f
+            stamp d d
+            sleep 30
+            chown f -1 -1             => ok
+            since f f                 => ok atime=same mtime=same ctime=later
+            chown d -1 -1             => ok
+            since d d                 => ok atime=same mtime=same ctime=later
+            stat f uid gid            => ok uid=0 gid=0
+            """#),
         POSIXCase("chmod_all_mode_bits", #"""
             open 1 f creat
             chmod f 0                 => ok
@@ -773,6 +788,33 @@ extension POSIXCases {
             stat n0 size              => ok size=9
             fstat 1 nlink             => ok nlink=1
             readdir .                 => ok . .. d n0
+            """#),
+        // pjdfstest checks this (rename/22.t) only where it knows the file
+        // system updates ctime on rename (ext4, UFS, ZFS) and skips it on a
+        // FUSE mount; the backing ext4 does, so the mount must too.
+        POSIXCase("rename_updates_ctime_of_entry_and_both_folders", #"""
+            mkdir src
+            mkdir dst
+            open 1 src/f creat|wronly
+            mkdir src/d
+            stamp f src/f
+            stamp d src/d
+            stamp s src
+            stamp t dst
+            sleep 30
+            rename src/f dst/f        => ok
+            since f dst/f             => ok atime=same mtime=same ctime=later
+            since s src               => ok atime=same mtime=later ctime=later
+            since t dst               => ok atime=same mtime=later ctime=later
+            stamp t2 dst
+            sleep 30
+            rename src/d dst/d        => ok
+            since d dst/d
+            since t2 dst              => ok atime=same mtime=later ctime=later
+            stamp f2 dst/f
+            sleep 30
+            rename dst/f dst/g        => ok
+            since f2 dst/g            => ok atime=same mtime=same ctime=later
             """#),
     ]
 }
