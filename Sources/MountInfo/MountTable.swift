@@ -91,13 +91,69 @@ public enum MountTable {
         }.map(\.mountpoint)
     }
 
-    /// Whether `path` is a mount whose driver is gone: statfs reaches the
-    /// driver where stat may be answered from the kernel's cache, and
-    /// answers ENOTCONN once it died (ECONNABORTED once the connection was
-    /// aborted through /sys/fs/fuse/connections/N/abort).
-    public static func isStale(_ path: String) -> Bool {
+    /// Whether `path` is a mount whose driver is gone (see `probe`). A
+    /// mount that does not answer in time is not stale: its driver lives.
+    public static func isStale(_ path: String, within milliseconds: Int32 = probeTimeout) -> Bool {
+        probe(path, within: milliseconds) == .stale
+    }
+
+    /// What a statfs of a mount says.
+    public enum Probe: Sendable, Equatable {
+        /// statfs answered (or failed for another reason than a dead driver).
+        case answering
+        /// The driver died: ENOTCONN (ECONNABORTED once the connection was
+        /// aborted through /sys/fs/fuse/connections/N/abort).
+        case stale
+        /// No answer in time: the driver lives but hangs (or is stopped).
+        case notAnswering
+    }
+
+    /// How long `probe` waits for a statfs: a dead driver's mount answers
+    /// at once, a live one in microseconds.
+    public static let probeTimeout: Int32 = 2000
+
+    /// The one stale-mount check. statfs reaches the driver where stat may
+    /// be answered from the kernel's cache, and fails with ENOTCONN at once
+    /// when the driver died; but a driver that lives and does not answer
+    /// would block the caller in the kernel for ever. So the statfs runs on
+    /// a thread of its own, which tells the result through a socket pair,
+    /// and the caller waits at most `milliseconds`. A thread left blocked
+    /// is detached: it ends when the driver answers or the process exits.
+    public static func probe(_ path: String, within milliseconds: Int32 = probeTimeout) -> Probe {
+        var ends: [Int32] = [-1, -1]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
+            return direct(path)
+        }
+        let context = Unmanaged.passRetained(ProbeContext(path: path, answer: ends[1])).toOpaque()
+        var thread = pthread_t()
+        let started = pthread_create(&thread, nil, { raw in
+            let context = Unmanaged<ProbeContext>.fromOpaque(raw!).takeRetainedValue()
+            var byte = UInt8(MountTable.direct(context.path) == .stale ? 1 : 0)
+            // MSG_NOSIGNAL: the waiter may have given up and closed its end.
+            _ = send(context.answer, &byte, 1, Int32(MSG_NOSIGNAL))
+            close(context.answer)
+            return nil
+        }, context)
+        guard started == 0 else {
+            Unmanaged<ProbeContext>.fromOpaque(context).release()
+            close(ends[0])
+            close(ends[1])
+            return direct(path)
+        }
+        pthread_detach(thread)
+        defer { close(ends[0]) }
+        var waiting = pollfd(fd: ends[0], events: Int16(POLLIN), revents: 0)
+        var ready: Int32
+        repeat { ready = poll(&waiting, 1, milliseconds) } while ready < 0 && errno == EINTR
+        guard ready > 0 else { return .notAnswering }
+        var byte: UInt8 = 0
+        return recv(ends[0], &byte, 1, 0) == 1 && byte == 1 ? .stale : .answering
+    }
+
+    /// The statfs itself, on the calling thread.
+    private static func direct(_ path: String) -> Probe {
         var status = statvfs()
-        return statvfs(path, &status) != 0 && (errno == ENOTCONN || errno == ECONNABORTED)
+        return statvfs(path, &status) != 0 && (errno == ENOTCONN || errno == ECONNABORTED) ? .stale : .answering
     }
 
     /// mountinfo writes space, tab, newline and backslash as \ooo.
@@ -130,5 +186,16 @@ public enum MountTable {
             bytes += buffer[0..<count]
         }
         return String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+/// What a probe's thread needs: the path, and its end of the socket pair
+/// (which it closes). Immutable, handed over once.
+private final class ProbeContext: Sendable {
+    let path: String
+    let answer: Int32
+    init(path: String, answer: Int32) {
+        self.path = path
+        self.answer = answer
     }
 }

@@ -46,7 +46,7 @@ struct StatusCommand: ParsableCommand {
             FileHandleless.warn("\(path): not a mounted container")
         }
         if !missing.isEmpty { throw ExitCode(1) }
-        if mounts.contains(where: { $0.state == .stale }) { throw ExitCode(2) }
+        if mounts.contains(where: { $0.state == .stale || $0.state == .notAnswering }) { throw ExitCode(2) }
     }
 
     struct Output: Encodable {
@@ -61,6 +61,9 @@ struct StatusCommand: ParsableCommand {
 struct StatusEntry: Encodable {
     enum State: String, Encodable {
         case mounted, stale, unlisted, gone
+        /// Listed, no live record, and statfs got no answer in time: a
+        /// driver lives but hangs (or is stopped).
+        case notAnswering = "not-answering"
     }
 
     var mountpoint: String
@@ -111,12 +114,23 @@ struct StatusEntry: Encodable {
             let index = records.firstIndex { $0.record.mountpoint == mount.mountpoint && mount.matches($0.record) && $0.alive }
                 ?? records.firstIndex { $0.record.mountpoint == mount.mountpoint && mount.matches($0.record) }
             let found = index.map { records.remove(at: $0) }
-            let alive = found?.alive ?? !MountTable.isStale(mount.mountpoint)
+            // Without a record the mount itself is asked, in bounded time
+            // (a driver that hangs must not hang `status`).
+            let state: StatusEntry.State = switch found.map({ $0.alive ? MountTable.Probe.answering : .stale })
+                ?? MountTable.probe(mount.mountpoint) {
+            case .answering: .mounted
+            case .stale: .stale
+            case .notAnswering: .notAnswering
+            }
+            // Measuring statfs's the mount too: only once it answered.
+            let capacity = state == .mounted ? found?.record.options.capacity : nil
             entries.append(StatusEntry(
                 mountpoint: mount.mountpoint, backing: mount.source, appName: found?.record.appName,
-                pid: found?.record.pid, state: alive ? .mounted : .stale, started: found?.record.started,
+                pid: found?.record.pid, state: state, started: found?.record.started,
                 mountOptions: mount.options.joined(separator: ","), options: found?.record.options,
-                capacity: alive ? found?.record.options.capacity.flatMap { CapacityUse.measure(mount.mountpoint, size: $0) } : nil,
+                capacity: capacity.flatMap { size in
+                    MountTable.probe(mount.mountpoint) == .answering ? CapacityUse.measure(mount.mountpoint, size: size) : nil
+                },
                 deviceState: found?.record.deviceState))
         }
         for (record, alive) in records {

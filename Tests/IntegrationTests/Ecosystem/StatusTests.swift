@@ -104,4 +104,24 @@ struct EcosystemStatusTests {
             #expect(m.appsandboxfs(["unmount", m.mountpoint]).status == 0)
         }
     }
+
+    @Test("status without arguments never hangs on a mount whose driver lives but does not answer: it shows not-answering (exit 2)")
+    func driverNotAnswering() throws {
+        try withEcoMount(isolatedState: true) { m in
+            let state = try #require(m.stateDirectory)
+            let pid = try m.mountInBackground()
+            m.track(pid)
+            // No record: status must ask the mount itself.
+            #expect(unlink(state + "/\(pid).json") == 0)
+            #expect(kill(pid, SIGSTOP) == 0)
+            // Resumed before the clean-up unmounts, whatever happens here.
+            defer { kill(pid, SIGCONT) }
+            // Without a bound, this statfs blocks until runProcess's timeout kills it.
+            let status = m.appsandboxfs(["status", "--json"])
+            let mounts = jsonObject(status.stdout)?["mounts"] as? [[String: Any]]
+            let entry = mounts?.first { $0["mountpoint"] as? String == m.mountpoint }
+            #expect(entry?["state"] as? String == "not-answering", "status: \(status.stdout) \(status.stderr)")
+            #expect(status.status == 2)
+        }
+    }
 }
