@@ -31,6 +31,10 @@ struct MountOptions: Equatable {
         "defaults", "rw", "auto", "noauto", "user", "users", "nouser", "owner", "group", "_netdev", "nofail",
         "exec", "suid", "dev", "async",
     ]
+    /// FUSE options the driver sets itself: the mount table's source (the
+    /// backing folder) and type (fuse.appsandboxfs). Another value would
+    /// make the table lie about what is mounted, so they are refused.
+    static let driverOwn: Set<String> = ["fsname", "subtype"]
 
     /// Parses `-o` values (each may hold several, comma-separated). A bad
     /// value is a command-line error (exit 64; the mount helper's 1).
@@ -40,6 +44,9 @@ struct MountOptions: Equatable {
             let name = option.split(separator: "=", maxSplits: 1).first.map(String.init) ?? option
             let value = option.contains("=") ? String(option.drop { $0 != "=" }.dropFirst()) : nil
             if mountOwn.contains(option) || option.hasPrefix("x-") || option.hasPrefix("comment=") { continue }
+            if driverOwn.contains(name) {
+                throw ValidationError("-o \(name): set by appsandboxfs itself (the mount table's \(name == "fsname" ? "source" : "type")), not an option")
+            }
             if valued[name] != nil {
                 guard let value, !value.isEmpty else { throw ValidationError("-o \(name) needs a value (\(name)=...)") }
                 try check(name, value)

@@ -211,4 +211,14 @@ struct MountOptionTableTests {
         }
         #expect(checked >= 15, "only \(checked) names checked")
     }
+
+    @Test("-o fsname= and -o subtype= are refused with one line naming the option: the mount table's source and type stay the driver's")
+    func driverOwnOptionsRefused() {
+        for option in ["fsname=/srv/Other", "subtype=ext4", "ro,fsname=x"] {
+            let result = runProcess([Binaries.appsandboxfs, "mount", "/b", "/m", "-o", option, "--fake"])
+            let name = option.contains("fsname") ? "fsname" : "subtype"
+            #expect(result.status != 0, "-o \(option) was accepted: \(result.stdout)")
+            #expect(result.stderr.contains("-o \(name)"), "-o \(option): \(result.stderr)")
+        }
+    }
 }
