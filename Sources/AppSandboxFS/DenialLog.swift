@@ -16,7 +16,8 @@ final class DenialLog: Sendable {
     init(file: String?, logger: Logger? = nil) throws {
         self.logger = logger
         if let file {
-            let fd = open(file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+            // Never through a final symbolic link: the driver runs as root.
+            let fd = open(file, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
             guard fd >= 0 else { throw MountError.denialLog(path: file, errno: errno) }
             fileDescriptor = fd
         } else {

@@ -11,7 +11,8 @@ public enum MountError: Error, CustomStringConvertible {
         case .backingMissing(let path, let code):
             "cannot open backing directory \(path): \(String(cString: strerror(code)))"
         case .denialLog(let path, let code):
-            "cannot open denial log \(path): \(String(cString: strerror(code)))"
+            code == ELOOP ? "cannot open denial log \(path): a symbolic link; refused"
+                : "cannot open denial log \(path): \(String(cString: strerror(code)))"
         case .bundleMissing(let path, let code):
             "cannot open bundle \(path): \(String(cString: strerror(code)))"
         }

@@ -18,11 +18,24 @@ enum Daemon {
         // nothing else of ours; it goes to / itself once it has made its
         // paths absolute (MountCommand), so it keeps no folder busy.
         let arguments = [executable] + CommandLine.arguments.dropFirst() + ["--ready-fd", "3"]
+        // The log is opened here, as MountChecks checked it (never through
+        // a final symbolic link), and handed over as the child's stderr.
+        var logFD: Int32 = -1
+        if let logFile {
+            logFD = MountChecks.openLogFile(logFile)
+            guard logFD >= 0 else {
+                let code = errno
+                close(writeEnd)
+                close(readEnd)
+                throw Failure("log file \(logFile): \(code == ELOOP ? "a symbolic link; refused" : String(cString: strerror(code)))")
+            }
+        }
+        defer { if logFD >= 0 { close(logFD) } }
         let child: ChildProcess
         do {
             child = try ChildProcess.start(arguments, SpawnOptions(
                 standardInput: .nullDevice, standardOutput: .nullDevice,
-                standardError: logFile.map(Redirection.path) ?? .nullDevice,
+                standardError: logFD >= 0 ? .descriptor(logFD) : .nullDevice,
                 descriptors: [3: writeEnd], closeOtherDescriptors: true, newSession: true))
         } catch {
             close(writeEnd)

@@ -20,11 +20,21 @@ enum MountChecks {
 
     /// A file the driver will append to: it can be opened (or created).
     /// Creating it is the only change a failed mount may leave, and only
-    /// where the user asked for that file.
+    /// where the user asked for that file. A symbolic link there is refused
+    /// (the driver runs as root: a link would aim its appends anywhere).
     static func writableFile(_ path: String, role: String) throws {
-        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw Failure("\(role) \(path): \(String(cString: strerror(errno)))") }
+        let fd = openLogFile(path)
+        guard fd >= 0 else {
+            if errno == ELOOP { throw Failure("\(role) \(path): a symbolic link; refused (name the file itself)") }
+            throw Failure("\(role) \(path): \(String(cString: strerror(errno)))")
+        }
         close(fd)
+    }
+
+    /// The one way a log file is opened for appending: never through a
+    /// final symbolic link (ELOOP then).
+    static func openLogFile(_ path: String) -> Int32 {
+        open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
     }
 
     static func mountpointUsable(_ path: String) throws {

@@ -129,6 +129,24 @@ struct LifecycleRulesTests {
         }
     }
 
+    @Test("L1 --log and --denial-log are never opened through a symbolic link: refused with one line naming the path, the link's target untouched")
+    func logFilesNotThroughLinks() throws {
+        for flag in ["--log", "--denial-log"] {
+            try withRulesMount { r in
+                let target = r.root + "/elsewhere.txt"
+                let link = r.root + "/link.log"
+                #expect(symlink(target, link) == 0)
+                let mount = r.run(["mount", r.backing, r.mountpoint, "--app-name", "TestApp", flag, link])
+                #expect(mount.status != 0, "\(flag) through a link was accepted")
+                #expect(!r.isMounted)
+                let lines = mount.stderr.split(separator: "\n")
+                #expect(lines.count == 1 && lines.first?.contains(link) == true && lines.first?.contains("symbolic link") == true,
+                        "\(flag): \(mount.stderr)")
+                #expect(access(target, F_OK) != 0, "\(flag): the link's target was created")
+            }
+        }
+    }
+
     @Test("L1 relative paths work: they are made absolute (mount, log files, deliver, unmount)")
     func relativePaths() throws {
         try withRulesMount { r in
