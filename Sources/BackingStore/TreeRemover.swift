@@ -42,6 +42,20 @@ public enum TreeRemover {
         return failures
     }
 
+    /// Makes the folder `name` in `folder` enterable (0700). chmod and
+    /// fchmodat follow a final symbolic link (and AT_SYMLINK_NOFOLLOW is
+    /// EOPNOTSUPP on Linux), and `name` may have been swapped for a link
+    /// since it was looked at: so the chmod goes through an O_PATH
+    /// descriptor opened without following, which must hold a folder.
+    private static func openUp(_ name: UnsafePointer<CChar>, in folder: Int32) {
+        let fd = openat(folder, name, Int32(asfs_O_PATH) | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        var held = stat()
+        guard fstat(fd, &held) == 0, held.st_mode & S_IFMT == S_IFDIR else { return }
+        _ = try? ProcPath.with(fd) { (path) throws(Errno) in chmod(path, 0o700) }
+    }
+
     private static func removeContents(of folder: Int32, device: dev_t, prefix: String, failures: inout [Failure]) {
         // Read all names first: removing while reading a directory stream may skip entries.
         guard let names = entries(of: folder) else {
@@ -64,7 +78,7 @@ public enum TreeRemover {
                 }
                 var child = openat(folder, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
                 if child < 0 && errno == EACCES {
-                    _ = fchmodat(folder, name, 0o700, 0)
+                    openUp(name, in: folder)
                     child = openat(folder, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
                 }
                 guard child >= 0 else {
