@@ -27,7 +27,8 @@ let package = Package(
         // libfuse3's low-level API, seen through a small shim header.
         .systemLibrary(name: "CFuse", path: "CFuse", pkgConfig: "fuse3",
                        providers: [.apt(["libfuse3-dev"])]),
-        // A value behind a pthread mutex (seen by ThreadSanitizer).
+        // A value behind a pthread mutex (seen by ThreadSanitizer); builds
+        // everywhere (the fixture uses it on macOS too).
         .target(name: "Locking"),
         // The Swift face of libfuse: knows nothing of iOS.
         .target(name: "FuseKit", dependencies: [
@@ -72,7 +73,13 @@ let package = Package(
         // The test fixture: a container mounted by the real driver (which
         // it runs as a program, so it needs no FUSE target; it mounts on
         // Linux only, and builds everywhere).
-        .target(name: "AppSandboxTesting", dependencies: ["ContainerFiles", "Spawning", "MountInfo"]),
+        // Spawning and MountInfo are Linux code (Glibc, CLinux): on other
+        // platforms the fixture builds without them and `mount` says so.
+        .target(name: "AppSandboxTesting", dependencies: [
+            "ContainerFiles", "Locking",
+            .target(name: "Spawning", condition: .when(platforms: [.linux])),
+            .target(name: "MountInfo", condition: .when(platforms: [.linux])),
+        ]),
         // A small program that runs scripted system calls, so tests can make
         // them as another user (setpriv) and compare two directories.
         .executableTarget(name: "fsprobe", path: "Tests/fsprobe"),

@@ -8,9 +8,10 @@
 // watcher reads end-of-file and unmounts, and the driver then ends as on any
 // unmount: it empties tmp and exits 0. So a dead test leaves no mount behind.
 
+#if os(Linux)
 import Glibc
+import Locking
 import Spawning
-import Synchronization
 
 final class Driver: Sendable {
     let pid: pid_t
@@ -109,3 +110,4 @@ final class Driver: Sendable {
         }
     }
 }
+#endif

@@ -1,7 +1,10 @@
 import ContainerFiles
 import Foundation
+import Locking
+#if os(Linux)
 import MountInfo
 import Spawning
+#endif
 
 /// An iOS app container mounted by the real appsandboxfs driver, for a test.
 ///

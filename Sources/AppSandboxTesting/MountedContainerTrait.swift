@@ -12,8 +12,7 @@
 // root), the test is skipped with the reason instead of failing.
 
 #if canImport(Testing)
-import Glibc
-import Spawning
+import Foundation
 import Testing
 
 extension MountedContainer {
@@ -28,7 +27,7 @@ extension MountedContainer {
         let fd = open("/dev/fuse", O_RDWR | O_CLOEXEC)
         guard fd >= 0 else { return "/dev/fuse: \(String(cString: strerror(errno))) (FUSE is not available here)" }
         close(fd)
-        if geteuid() != 0 && ChildProcess.onPath("fusermount3") == nil {
+        if geteuid() != 0 && Subprocess.onPath("fusermount3") == nil {
             return "not root and no fusermount3 on PATH (install fuse3)"
         }
         return nil

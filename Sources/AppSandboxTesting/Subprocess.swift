@@ -1,6 +1,7 @@
 // Running the tools the fixture needs (appsandboxfs init, cp, fusermount3,
 // rm) through the project's one spawner, and small file helpers.
 
+#if os(Linux)
 import Glibc
 import Spawning
 
@@ -18,6 +19,9 @@ enum Subprocess {
     /// The first executable `name` on PATH.
     static func onPath(_ name: String) -> String? { ChildProcess.onPath(name) }
 }
+#else
+import Foundation
+#endif
 
 /// An empty file in /tmp, removed when this value goes away.
 final class TemporaryFile {

@@ -1,5 +1,9 @@
+#if os(Linux)
 import Glibc
 import Spawning
+#else
+import Foundation
+#endif
 
 /// Waits until `condition` holds, up to `timeout` seconds: a wait on a
 /// condition, never a fixed sleep (the test goes on as soon as it holds).

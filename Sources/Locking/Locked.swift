@@ -1,4 +1,8 @@
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A value behind a pthread mutex, with the same `withLock` as
 /// `Synchronization.Mutex`. A module of its own: FuseKit's state and the

@@ -60,7 +60,9 @@ struct DocumentedSwiftTests {
             let file = folder + (isLibrary ? "/Block.swift" : "/main.swift")
             try block.write(toFile: file, atomically: true, encoding: .utf8)
             try Self.yourCode.write(toFile: folder + "/YourCode.swift", atomically: true, encoding: .utf8)
-            let result = try Subprocess.run(["swiftc", "-typecheck", "-module-name", "DocBlock", "-I", modulesFolder()]
+            let result = try Subprocess.run(["swiftc", "-typecheck", "-module-name", "DocBlock", "-I", modulesFolder(),
+                                             // Spawning, which the fixture imports on Linux, needs CLinux's module map.
+                                             "-Xcc", "-fmodule-map-file=" + modulesFolder() + "/../CLinux.build/module.modulemap"]
                                             + (isLibrary ? ["-parse-as-library"] : []) + [folder + "/YourCode.swift", file],
                                             timeout: 300)
             #expect(result.succeeded, "\(document), Swift block \(index + 1) does not compile:\n\(result.standardError)\n\(block)")

@@ -1,0 +1,62 @@
+// AppSandboxTesting builds on every platform an iOS team's tests build on
+// (macOS too), though it mounts on Linux only: its Linux-only dependencies
+// carry a platform condition, and every Linux-only import in its sources
+// (and in Locking's, which it uses) sits under an #if. We cannot build for
+// macOS here, so these are checked as text and as the loaded manifest.
+
+@testable import AppSandboxTesting
+import Foundation
+import Testing
+
+@Suite("Docs: AppSandboxTesting builds beyond Linux")
+struct FixturePortabilityTests {
+    static let linuxOnlyModules: Set<String> = ["Glibc", "CLinux", "CFuse", "Spawning", "MountInfo", "Synchronization"]
+
+    @Test("Package.swift: AppSandboxTesting depends on Spawning and MountInfo only on Linux, on nothing else that needs Linux")
+    func manifestConditions() throws {
+        // From a copy of the manifest (swift test holds the repository's .build).
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("asfs-fixture-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: repositoryRoot() + "/Package.swift", toPath: folder + "/Package.swift")
+        let result = try Subprocess.run(["swift", "package", "dump-package", "--package-path", folder], timeout: 300)
+        try #require(result.succeeded, "\(result.standardError)")
+        let package = try #require(try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any])
+        let targets = package["targets"] as? [[String: Any]] ?? []
+        let fixture = try #require(targets.first { $0["name"] as? String == "AppSandboxTesting" })
+        var unconditional: [String] = []
+        for dependency in fixture["dependencies"] as? [[String: Any]] ?? [] {
+            let entry = (dependency["byName"] ?? dependency["target"] ?? dependency["product"]) as? [Any] ?? []
+            let name = entry.first as? String ?? "?"
+            let condition = entry.last as? [String: Any]
+            if condition?["platformNames"] as? [String] != ["linux"] { unconditional.append(name) }
+        }
+        #expect(!unconditional.contains("Spawning") && !unconditional.contains("MountInfo"),
+                "AppSandboxTesting needs .when(platforms: [.linux]) on: \(unconditional)")
+        #expect(Set(unconditional).isSubset(of: ["ContainerFiles", "Locking"]), "\(unconditional)")
+    }
+
+    @Test("Every Linux-only import in Sources/AppSandboxTesting and Sources/Locking is under #if")
+    func guardedImports() throws {
+        var unguarded: [String] = []
+        for folder in ["Sources/AppSandboxTesting", "Sources/Locking"] {
+            let path = repositoryRoot() + "/" + folder
+            for file in try FileManager.default.contentsOfDirectory(atPath: path).sorted() where file.hasSuffix(".swift") {
+                // The open #if blocks: whether each is a platform guard.
+                var blocks: [Bool] = []
+                for (number, line) in try String(contentsOfFile: path + "/" + file, encoding: .utf8)
+                    .split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                    let text = line.trimmingCharacters(in: .whitespaces)
+                    if text.hasPrefix("#if ") {
+                        blocks.append(text.contains("os(Linux)") || (text.contains("canImport(") && !text.contains("canImport(Testing)")))
+                    }
+                    if text.hasPrefix("#endif") { _ = blocks.popLast() }
+                    if text.hasPrefix("import "), Self.linuxOnlyModules.contains(String(text.dropFirst(7))), !blocks.contains(true) {
+                        unguarded.append("\(folder)/\(file):\(number + 1): \(text)")
+                    }
+                }
+            }
+        }
+        #expect(unguarded.isEmpty, "Linux-only imports outside #if os(Linux)/canImport:\n\(unguarded.joined(separator: "\n"))")
+    }
+}
