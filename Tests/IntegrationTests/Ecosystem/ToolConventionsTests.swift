@@ -195,9 +195,11 @@ struct MountOptionTableTests {
             guard names.count == flags.count, !names.isEmpty else { continue }  // the prose rows
             for (name, flag) in zip(names, flags) {
                 // NAME, DIR, S ... stand for values: give one of the right kind.
-                let option = name.replacingOccurrences(of: "=S", with: "=2").replacingOccurrences(of: "=N", with: "=3")
+                let option = name.replacingOccurrences(of: "=SIZE", with: "=1048576").replacingOccurrences(of: "=STATE", with: "=locked")
+                    .replacingOccurrences(of: "=S", with: "=2").replacingOccurrences(of: "=N", with: "=3")
                     .replacingOccurrences(of: "=LEVEL", with: "=debug")
-                let expected = flag.replacingOccurrences(of: " S", with: " 2").replacingOccurrences(of: " N", with: " 3")
+                let expected = flag.replacingOccurrences(of: " SIZE", with: " 1048576").replacingOccurrences(of: " STATE", with: " locked")
+                    .replacingOccurrences(of: " S", with: " 2").replacingOccurrences(of: " N", with: " 3")
                     .replacingOccurrences(of: " LEVEL", with: " debug")
                 let result = runProcess([Binaries.appsandboxfs, "mount", "/b", "/m", "-o", option, "--fake"])
                 #expect(result.status == 0, "-o \(option): \(result.stderr)")
