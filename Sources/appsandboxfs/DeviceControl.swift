@@ -21,7 +21,12 @@ enum DeviceControl {
     /// Starts serving on a thread of its own. Returns the socket's path, or
     /// nil (with a warning) when it cannot be made.
     static func serve(_ protection: DataProtection, record: StatusFile.Published?) -> String? {
-        let path = socketPath(pid: getpid())
+        // The verbs find the socket through the status record, and the
+        // record is only written in a state folder that was verified safe:
+        // without one (a folder refused, a warning already given) there is
+        // nothing to serve, and nothing is made in an unsafe folder.
+        guard let record else { return nil }
+        let path = record.folder.path + "/\(getpid()).control"
         unlink(path)
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0, var address = socketAddress(path) else {

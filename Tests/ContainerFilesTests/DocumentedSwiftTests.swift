@@ -60,9 +60,8 @@ struct DocumentedSwiftTests {
             let file = folder + (isLibrary ? "/Block.swift" : "/main.swift")
             try block.write(toFile: file, atomically: true, encoding: .utf8)
             try Self.yourCode.write(toFile: folder + "/YourCode.swift", atomically: true, encoding: .utf8)
-            let result = try Subprocess.run(["swiftc", "-typecheck", "-module-name", "DocBlock", "-I", modulesFolder(),
-                                             // Spawning, which the fixture imports on Linux, needs CLinux's module map.
-                                             "-Xcc", "-fmodule-map-file=" + modulesFolder() + "/../CLinux.build/module.modulemap"]
+            let result = try Subprocess.run(["swiftc", "-typecheck", "-module-name", "DocBlock", "-I", modulesFolder()]
+                                            + (try cModuleMaps())
                                             + (isLibrary ? ["-parse-as-library"] : []) + [folder + "/YourCode.swift", file],
                                             timeout: 300)
             #expect(result.succeeded, "\(document), Swift block \(index + 1) does not compile:\n\(result.standardError)\n\(block)")
@@ -101,6 +100,16 @@ struct DocumentedSwiftTests {
     }
 
     /// Where this build put the modules: beside the test binary.
+    /// The module maps SwiftPM wrote for the package's C targets (CLinux,
+    /// which AppSandboxTesting's Linux parts import): swiftc needs them to
+    /// load the Swift modules that were built against them.
+    private func cModuleMaps() throws -> [String] {
+        let build = (try modulesFolder() as NSString).deletingLastPathComponent
+        return ["CLinux"].map { build + "/\($0).build/module.modulemap" }
+            .filter { FileManager.default.fileExists(atPath: $0) }
+            .flatMap { ["-Xcc", "-fmodule-map-file=" + $0] }
+    }
+
     private func modulesFolder() throws -> String {
         let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
         return (executable as NSString).deletingLastPathComponent + "/Modules"

@@ -195,10 +195,10 @@ struct MountOptionTableTests {
             guard names.count == flags.count, !names.isEmpty else { continue }  // the prose rows
             for (name, flag) in zip(names, flags) {
                 // NAME, DIR, S ... stand for values: give one of the right kind.
-                let option = name.replacingOccurrences(of: "=SIZE", with: "=1024").replacingOccurrences(of: "=STATE", with: "=locked")
+                let option = name.replacingOccurrences(of: "=SIZE", with: "=1048576").replacingOccurrences(of: "=STATE", with: "=locked")
                     .replacingOccurrences(of: "=S", with: "=2").replacingOccurrences(of: "=N", with: "=3")
                     .replacingOccurrences(of: "=LEVEL", with: "=debug")
-                let expected = flag.replacingOccurrences(of: " SIZE", with: " 1024").replacingOccurrences(of: " STATE", with: " locked")
+                let expected = flag.replacingOccurrences(of: " SIZE", with: " 1048576").replacingOccurrences(of: " STATE", with: " locked")
                     .replacingOccurrences(of: " S", with: " 2").replacingOccurrences(of: " N", with: " 3")
                     .replacingOccurrences(of: " LEVEL", with: " debug")
                 let result = runProcess([Binaries.appsandboxfs, "mount", "/b", "/m", "-o", option, "--fake"])
