@@ -10,7 +10,11 @@ import SandboxPolicy
 /// appended to a file.
 final class DenialLog: Sendable {
     private let fileDescriptor: Int32?
-    private let writeLock = Locked(())
+    /// Lines written so far, behind the lock that keeps two lines from
+    /// interleaving. (Not `Locked(())`: ThreadSanitizer reports the
+    /// exclusive access to a zero-size value as a race with the object's
+    /// own header.)
+    private let written = Locked<UInt64>(0)
     private let logger: Logger?
 
     init(file: String?, logger: Logger? = nil) throws {
@@ -53,7 +57,8 @@ final class DenialLog: Sendable {
     /// Writes one whole line to standard error and the log file.
     private func emit(_ line: String) {
         if let logger { logger.notice("\(line.hasSuffix("\n") ? String(line.dropLast()) : line)") }
-        writeLock.withLock { _ in
+        written.withLock { count in
+            count += 1
             var bytes = Array(line.utf8)
             if logger == nil { _ = bytes.withUnsafeMutableBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) } }
             if let fileDescriptor {

@@ -1,6 +1,7 @@
 import CFuse
 import CLinux
 import Glibc
+import Locking
 import Synchronization
 
 /// FUSE over io_uring: requests come in and replies go out through one
@@ -46,10 +47,10 @@ final class UringTransport: Sendable {
     }
 
     private let queues: [RingQueue]
-    private let attachment = Mutex<Attachment?>(nil)
+    private let attachment = Locked<Attachment?>(nil)
     /// Requests handed to libfuse whose replies have not come yet, by unique.
-    private let pending = Mutex<[UInt64: Slot]>([:])
-    private let threads = Mutex<[pthread_t]>([])
+    private let pending = Locked<[UInt64: Slot]>([:])
+    private let threads = Locked<[pthread_t]>([])
     private let served = Atomic<Int>(0)
     private let refusalReported = Atomic<Bool>(false)
     private let log: @Sendable (String) -> Void
