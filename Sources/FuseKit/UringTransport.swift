@@ -68,7 +68,7 @@ final class UringTransport: Sendable {
             switch RingQueue.make(index: index) {
             case .success(let queue): queues.append(queue)
             case .failure(let reason):
-                queues.forEach { $0.destroyRing() }
+                // The queues made so far close their rings as they go.
                 log("io_uring: \(reason); serving requests through /dev/fuse")
                 return nil
             }
@@ -138,8 +138,7 @@ final class UringTransport: Sendable {
     }
 
     /// Asks every queue's thread to stop and waits for them. The entries'
-    /// buffers stay mapped: the kernel may write into registered ones until
-    /// the connection ends, and the session ends with the process.
+    /// buffers stay mapped (see `RingQueue.deinit`).
     func stop() {
         for queue in queues { _ = asfs_eventfd_signal(queue.stopEvent) }
         let started = threads.withLock { threads in
@@ -316,9 +315,15 @@ private final class RingQueue: @unchecked Sendable {
         asfs_ring_submit_poll(ring, stopEvent, 0)
     }
 
-    func destroyRing() {
+    /// Closing the ring cancels whatever commands it still holds, so the
+    /// kernel writes into no entry after this. The entries' buffers are left
+    /// mapped all the same: a connection that outlives its transport (the
+    /// session torn down before the unmount) must never find their addresses
+    /// reused by something else. Their pages cost nothing once untouched.
+    deinit {
         asfs_ring_destroy(ring)
         close(stopEvent)
+        vectors.deallocate()
     }
 }
 
