@@ -58,6 +58,8 @@ static const int cfuse_SET_ATTR_CTIME = FUSE_SET_ATTR_CTIME;
 #define CFUSE_HANDLE_KILLPRIV_V2 (1u << 28)
 /// FUSE_PASSTHROUGH is bit 37 of the 64-bit flags: bit 5 of flags2.
 #define CFUSE_PASSTHROUGH_FLAGS2 (1u << 5)
+/// FUSE_DIRECT_IO_ALLOW_MMAP is bit 36: bit 4 of flags2.
+#define CFUSE_DIRECT_IO_ALLOW_MMAP_FLAGS2 (1u << 4)
 /// FUSE_OVER_IO_URING is bit 41: bit 9 of flags2.
 #define CFUSE_OVER_IO_URING_FLAGS2 (1u << 9)
 #define CFUSE_FOPEN_PASSTHROUGH (1u << 7)
@@ -101,7 +103,8 @@ static inline int cfuse_backing_close(int device, int32_t backing_id) {
 }
 
 /// If `buffer` holds an INIT request: 1, with its unique and what the
-/// kernel offers (bit 0 passthrough, bit 1 FUSE over io_uring).
+/// kernel offers (bit 0 passthrough, bit 1 FUSE over io_uring, bit 2 shared
+/// mappings of direct I/O files).
 static inline int cfuse_parse_init(const void *buffer, ssize_t length, uint64_t *unique, int *offers) {
     if (length < (ssize_t)(sizeof(struct cfuse_in_header) + offsetof(struct cfuse_init_in, unused))) return 0;
     struct cfuse_in_header header;
@@ -115,6 +118,7 @@ static inline int cfuse_parse_init(const void *buffer, ssize_t length, uint64_t 
     if (init.flags & CFUSE_INIT_EXT) {
         if (init.flags2 & CFUSE_PASSTHROUGH_FLAGS2) *offers |= 1;
         if (init.flags2 & CFUSE_OVER_IO_URING_FLAGS2) *offers |= 2;
+        if (init.flags2 & CFUSE_DIRECT_IO_ALLOW_MMAP_FLAGS2) *offers |= 4;
     }
     return 1;
 }
@@ -133,10 +137,13 @@ static inline uint64_t cfuse_reply_unique(const struct iovec *iov, int count) {
 /// kernel will not combine with passthrough. With `killPrivV2` it also takes
 /// over clearing set-ID bits and capabilities (FUSE_HANDLE_KILLPRIV_V2),
 /// which spares the check before every passthrough write. With `uring` it
-/// takes FUSE over io_uring. `*granted`: bit 0 passthrough, bit 1
-/// KILLPRIV_V2, bit 2 io_uring.
+/// takes FUSE over io_uring. With `directMmap` a direct I/O handle may be
+/// mapped shared (FUSE_DIRECT_IO_ALLOW_MMAP; the kernel then keeps the
+/// mapped pages coherent with the direct reads and writes). `*granted`:
+/// bit 0 passthrough, bit 1 KILLPRIV_V2, bit 2 io_uring, bit 3 shared
+/// mappings of direct I/O handles.
 static inline ssize_t cfuse_send_init_reply(int fd, const struct iovec *iov, int count, int passthrough, int killPrivV2,
-                                            int uring, int *granted) {
+                                            int uring, int directMmap, int *granted) {
     *granted = 0;
     char buffer[sizeof(struct cfuse_out_header) + sizeof(struct cfuse_init_out)];
     size_t total = 0;
@@ -150,7 +157,7 @@ static inline ssize_t cfuse_send_init_reply(int fd, const struct iovec *iov, int
     memcpy(&init, buffer + sizeof header, sizeof init);
     if (header.error != 0) return writev(fd, iov, count);
     if (init.flags & CFUSE_WRITEBACK_CACHE) passthrough = 0;
-    if (!passthrough && !uring) return writev(fd, iov, count);
+    if (!passthrough && !uring && !directMmap) return writev(fd, iov, count);
     init.flags |= CFUSE_INIT_EXT;
     int grant = 0;
     if (passthrough) {
@@ -160,6 +167,7 @@ static inline ssize_t cfuse_send_init_reply(int fd, const struct iovec *iov, int
         if (killPrivV2) { init.flags |= CFUSE_HANDLE_KILLPRIV_V2; grant |= 2; }
     }
     if (uring) { init.flags2 |= CFUSE_OVER_IO_URING_FLAGS2; grant |= 4; }
+    if (directMmap) { init.flags2 |= CFUSE_DIRECT_IO_ALLOW_MMAP_FLAGS2; grant |= 8; }
     memcpy(buffer + sizeof header, &init, sizeof init);
     ssize_t written = write(fd, buffer, sizeof buffer);
     if (written == (ssize_t)sizeof buffer) *granted = grant;

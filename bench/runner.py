@@ -462,20 +462,21 @@ class AppSandboxFS(System):
     def mount(self):
         self.root.mkdir(parents=True)
         self.mnt.mkdir()
-        exe = self.tools["appsandboxfs"]
-        run(exe, "init", self.backing, "--app-name", "Bench", stdout=subprocess.DEVNULL)
+        exe = self.executable()
+        run(exe, "init", self.backing, "--app-name", "Bench", *self.init_args(), stdout=subprocess.DEVNULL)
         run(exe, "mount", self.backing, self.mnt, *self.mount_args())
         self._ready()
         return self.mnt / "Documents"
 
     def _unmount(self):
-        run(self.tools["appsandboxfs"], "unmount", self.mnt)
+        run(self.executable(), "unmount", self.mnt)
 
     def fixture(self, folder):
-        exe, backing, mnt = self.tools["appsandboxfs"], folder / "backing", folder / "mnt"
+        exe, backing, mnt = self.executable(), folder / "backing", folder / "mnt"
         folder.mkdir(parents=True)
         mnt.mkdir()
-        init = timed(lambda: run(exe, "init", backing, "--app-name", "Fixture", stdout=subprocess.DEVNULL))
+        init = timed(lambda: run(exe, "init", backing, "--app-name", "Fixture", *self.init_args(),
+                                 stdout=subprocess.DEVNULL))
         mount = timed(lambda: run(exe, "mount", backing, mnt, *self.mount_args()))
 
         def write():
@@ -487,8 +488,35 @@ class AppSandboxFS(System):
         return {"fixture_life": init + mount + wrote + unmount + remove,
                 "fixture_mount": mount, "fixture_unmount": unmount}
 
+    def executable(self):
+        return self.tools["appsandboxfs"]
+
+    def init_args(self):
+        return []
+
     def mount_args(self):
         return self.tools["appsandboxfs_args"]
+
+
+class AppSandboxFSBefore(AppSandboxFS):
+    """Another build of appsandboxfs (--appsandboxfs-before, say main before
+    a change), mounted the same way: a change's before and after in one run."""
+    name = "appsandboxfs_before"
+
+    def executable(self):
+        if not self.tools.get("appsandboxfs_before"):
+            raise SystemExit("bench: appsandboxfs_before needs --appsandboxfs-before BINARY")
+        return self.tools["appsandboxfs_before"]
+
+
+class AppSandboxFSComplete(AppSandboxFS):
+    """A container whose default class is NSFileProtectionComplete (class A,
+    rule P6): its files get no passthrough and direct I/O, so the device can
+    take an open descriptor back at lock. The row shows what that costs."""
+    name = "appsandboxfs_complete"
+
+    def init_args(self):
+        return ["--protection", "NSFileProtectionComplete"]
 
 
 class AppSandboxFSUring(AppSandboxFS):
@@ -528,7 +556,7 @@ class AppSandboxFSCapacity(AppSandboxFS):
 
 
 SYSTEMS = {cls.name: cls for cls in (Native, PassthroughLL, Bindfs, AppSandboxFS, AppSandboxFSUring,
-                                    AppSandboxFSCapacity)}
+                                    AppSandboxFSCapacity, AppSandboxFSComplete, AppSandboxFSBefore)}
 # What runs without --only: appsandboxfs_uring needs Linux 6.14 and is an option.
 DEFAULT_SYSTEMS = ["native", "passthrough_ll", "bindfs", "appsandboxfs", "appsandboxfs_capacity"]
 
@@ -680,6 +708,8 @@ def main():
                         help="on a shared machine, before each system wait until other work leaves the CPUs at most this busy")
     parser.add_argument("--appsandboxfs", required=True, help="the driver binary")
     parser.add_argument("--passthrough-ll", required=True, help="the compiled libfuse example")
+    parser.add_argument("--appsandboxfs-before", metavar="BINARY",
+                        help="another appsandboxfs build, run as the system appsandboxfs_before")
     parser.add_argument("--appsandboxfs-args", default="",
                         help="extra arguments for appsandboxfs mount, e.g. '--threads 4 -o ...'")
     args = parser.parse_args()
@@ -700,7 +730,8 @@ def main():
         if unknown:
             parser.error(f"unknown workloads: {', '.join(sorted(unknown))}")
     sizes = QUICK if args.quick else FULL
-    tools = {"appsandboxfs": args.appsandboxfs, "passthrough_ll": args.passthrough_ll,
+    tools = {"appsandboxfs": args.appsandboxfs, "appsandboxfs_before": args.appsandboxfs_before,
+             "passthrough_ll": args.passthrough_ll,
              "appsandboxfs_args": args.appsandboxfs_args.split()}
 
     def log(text):

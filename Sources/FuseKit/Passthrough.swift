@@ -156,9 +156,14 @@ final class PassthroughChannel: Sendable {
         awaitingInit.store(false, ordering: .releasing)
         let askPassthrough = wanted && offers & 1 != 0
         let askRing = ring != nil && offers & 2 != 0
+        // Direct I/O handles (files whose every read and write must reach
+        // the driver) can then be mapped shared, as SQLite's WAL index is:
+        // without it the kernel refuses such a mapping with ENODEV.
+        let askDirectMmap = offers & 4 != 0
         var granted: Int32 = 0
-        let written = askPassthrough || askRing
-            ? cfuse_send_init_reply(fd, iov, count, askPassthrough ? 1 : 0, wantsKillPrivV2 ? 1 : 0, askRing ? 1 : 0, &granted)
+        let written = askPassthrough || askRing || askDirectMmap
+            ? cfuse_send_init_reply(fd, iov, count, askPassthrough ? 1 : 0, wantsKillPrivV2 ? 1 : 0, askRing ? 1 : 0,
+                                    askDirectMmap ? 1 : 0, &granted)
             : writev(fd, iov, count)
         let saved = errno
         ring?.initAnswered(offered: offers & 2 != 0, granted: granted & 4 != 0)

@@ -2004,7 +2004,6 @@ extension POSIXCases {
                     chmod f 4755
                     """#,
                   asUser: nobody,
-                  knownDifference: "a non-root open for writing of a set-ID file gets a direct I/O handle (its writes must reach the driver, which clears the bits), and the kernel refuses MAP_SHARED on those: ENODEV",
                   #"""
             open 1 f rdwr             => ok
             mmap_write 1 0 "ab"       => ok

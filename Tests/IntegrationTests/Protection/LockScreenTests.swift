@@ -116,6 +116,45 @@ struct LockScreenTests {
         }
     }
 
+    /// Class A files get direct I/O handles (their descriptors must be
+    /// revocable at lock); the driver negotiates FUSE_DIRECT_IO_ALLOW_MMAP so
+    /// that such a handle can still be mapped shared, as SQLite maps a WAL
+    /// database's index (-shm). Without it the mapping is ENODEV and SQLite
+    /// says "disk I/O error" at the first statement.
+    @Test("P6 a class A file maps shared: bytes written through the mapping reach the backing file; a WAL SQLite database works, is refused while locked, and is intact after unlock")
+    func classASharedMapping() throws {
+        try withMountedContainer { m in
+            #expect(mkdir(m.documents + "/vault", 0o755) == 0)
+            #expect(Protect.setClass(m.documents + "/vault", classA) == 0)
+            let path = m.documents + "/vault/mapped"
+            let fd = try Protect.open(path, O_RDWR | O_CREAT).get()
+            #expect(ftruncate(fd, 4096) == 0)
+            let map = mmap(nil, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+            #expect(map != MAP_FAILED, "mmap MAP_SHARED of a class A file: \(String(cString: strerror(errno)))")
+            if let map, map != MAP_FAILED {
+                _ = "mapped".withCString { memcpy(map, $0, 6) }
+                #expect(msync(map, 4096, MS_SYNC) == 0)
+                munmap(map, 4096)
+            }
+            #expect(Protect.pread(fd, 6).rulesValue == Array("mapped".utf8))
+            close(fd)
+            let backed = try String(contentsOfFile: m.backingPath("Documents/vault/mapped"), encoding: .utf8)
+            #expect(backed.hasPrefix("mapped"))
+
+            let database = m.documents + "/vault/app.db"
+            let created = runProcess(["sqlite3", database,
+                                      "PRAGMA journal_mode=WAL; CREATE TABLE t(v); INSERT INTO t VALUES ('one'), ('two'); SELECT count(*) FROM t;"])
+            #expect(created.status == 0 && created.stdout == "wal\n2\n", "sqlite3 in a class A folder: \(created.stderr)")
+            #expect(Protect.classOf(database) == classA)
+            m.lock()
+            let locked = runProcess(["sqlite3", database, "SELECT count(*) FROM t;"])
+            #expect(locked.status != 0, "a class A database read while locked: \(locked.stdout)")
+            m.unlock()
+            let again = runProcess(["sqlite3", database, "INSERT INTO t VALUES ('three'); PRAGMA integrity_check; SELECT group_concat(v) FROM t;"])
+            #expect(again.status == 0 && again.stdout == "ok\none,two,three\n", "after unlock: \(again.stdout) \(again.stderr)")
+        }
+    }
+
     @Test("P6 within the grace class A files still open; class B files do not (the grace is class A's only)")
     func withinGrace() throws {
         try withMountedContainer { m in
