@@ -41,6 +41,9 @@ final class Node: Sendable {
     /// the table's lock.
     nonisolated(unsafe) var children: [[UInt8]: Node] = [:]
     private let noCapability = Atomic<Bool>(false)
+    /// The node's data protection class once read (0: not read yet; else
+    /// `ProtectionClass.cacheValue`). See `protectionClass(of:)`.
+    let protectionCache = Atomic<UInt8>(0)
     /// nil: the node keeps its descriptor for its whole life.
     let handle: BackingHandle?
     let cache: DescriptorCache

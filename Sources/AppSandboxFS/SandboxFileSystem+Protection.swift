@@ -18,14 +18,27 @@ extension SandboxFileSystem {
     ///
     /// The class at creation is stored only when it differs from the
     /// default, so a container whose classes nobody sets keeps a backing
-    /// tree with no attribute of the driver's, and an open costs two
-    /// getxattr calls and no walk up the tree. An entry made in the backing
-    /// directory directly has the default class.
+    /// tree with no attribute of the driver's. Reading the class costs two
+    /// getxattr calls the first time; the node then remembers it (every
+    /// create asks for its folder's class, every open for the file's), and
+    /// only the class calls through the mount change it (`setProtectionClass`,
+    /// `removeProtectionClass`). A class written into the backing directory
+    /// while the file is mounted and known to the kernel is seen once the
+    /// kernel forgets the node.
     func protectionClass(of node: Node) -> ProtectionClass {
         switch zone(of: node) {
         case .bundle, .bundleFolder: return .none
         default: break
         }
+        if let cached = ProtectionClass(cacheValue: node.protectionCache.load(ordering: .acquiring)) { return cached }
+        let read = readProtectionClass(of: node)
+        // Only if nobody stored a newer class meanwhile (a setxattr that
+        // raced with this read stores after its write).
+        _ = node.protectionCache.compareExchange(expected: 0, desired: read.cacheValue, ordering: .acquiringAndReleasing)
+        return read
+    }
+
+    private func readProtectionClass(of node: Node) -> ProtectionClass {
         if !node.isSymlink, let stored = try? node.withFD({ (fd) throws(Errno) in Self.storedClass(fd) }) {
             return stored
         }
@@ -141,8 +154,13 @@ extension SandboxFileSystem {
         guard name.elementsEqual(ProtectionXattrs.mountName.utf8) else { throw .notPermitted }
         guard let protection = ProtectionClass(attributeValue: value) else { throw .invalidArgument }
         if let denied = protectionDenial(.setClass, protectionClass(of: node), request, at: .node(node)) { throw denied }
-        try node.withFD { (fd) throws(Errno) in
-            try Backing.setxattr(fd, ProtectionXattrs.explicitName, value, flags: flags.rawValue)
+        // Writers one at a time, so that the remembered class is the one
+        // written last.
+        try classWriters.withLock { _ throws(Errno) in
+            try node.withFD { (fd) throws(Errno) in
+                try Backing.setxattr(fd, ProtectionXattrs.explicitName, value, flags: flags.rawValue)
+            }
+            node.protectionCache.store(protection.cacheValue, ordering: .releasing)
         }
         dataProtection.classChanged(node.key, to: protection)
     }
@@ -152,8 +170,35 @@ extension SandboxFileSystem {
     func removeProtectionClass(_ request: Request, _ node: Node, name: [UInt8]) throws(Errno) {
         guard name.elementsEqual(ProtectionXattrs.mountName.utf8) else { throw .notPermitted }
         if let denied = protectionDenial(.setClass, protectionClass(of: node), request, at: .node(node)) { throw denied }
-        try node.withFD { (fd) throws(Errno) in try Backing.removexattr(fd, ProtectionXattrs.explicitName) }
-        dataProtection.classChanged(node.key, to: protectionClass(of: node))
+        let now = try classWriters.withLock { _ throws(Errno) -> ProtectionClass in
+            try node.withFD { (fd) throws(Errno) in try Backing.removexattr(fd, ProtectionXattrs.explicitName) }
+            let now = readProtectionClass(of: node)
+            node.protectionCache.store(now.cacheValue, ordering: .releasing)
+            return now
+        }
+        dataProtection.classChanged(node.key, to: now)
     }
 }
 
+
+extension ProtectionClass {
+    /// The class as a node remembers it (`Node.protectionCache`): never 0.
+    var cacheValue: UInt8 {
+        switch self {
+        case .complete: 1
+        case .completeUnlessOpen: 2
+        case .completeUntilFirstUserAuthentication: 3
+        case .none: 4
+        }
+    }
+
+    init?(cacheValue: UInt8) {
+        switch cacheValue {
+        case 1: self = .complete
+        case 2: self = .completeUnlessOpen
+        case 3: self = .completeUntilFirstUserAuthentication
+        case 4: self = .none
+        default: return nil
+        }
+    }
+}

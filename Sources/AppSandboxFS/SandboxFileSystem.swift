@@ -18,6 +18,8 @@ public final class SandboxFileSystem: FileSystemOperations {
     let configuration: MountConfiguration
     let nodes: NodeTable
     let denials: DenialLog
+    /// Held while a class is written through the mount (see `protectionClass(of:)`).
+    let classWriters = Locked(())
     /// O_PATH descriptor of the folder shown as `<App>.app`, when it comes
     /// from outside the backing directory (`mount --bundle`).
     let bundleRoot: Int32?
