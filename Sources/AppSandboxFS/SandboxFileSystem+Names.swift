@@ -127,7 +127,7 @@ extension SandboxFileSystem {
                 }
                 var (node, attributes) = try lookupChild(parent, name.cString)
                 if chowned && Self.lostSetIDBits(requested: mode, now: attributes) {
-                    _ = try check(fchmod(fd, mode & 0o7777))
+                    _ = try check { fchmod(fd, mode & 0o7777) }
                     attributes = try node.withFD { (fd) throws(Errno) in try Backing.stat(fd) }
                 }
                 return (entry(for: node, stat: attributes), fd, protection)

@@ -31,7 +31,7 @@ extension SandboxFileSystem {
     static func dropSetIDBits(_ fd: Int32) throws(Errno) {
         let now = try Backing.stat(fd)
         let bits = setIDBitsToClear(now.st_mode)
-        if bits != 0 { _ = try check(fchmod(fd, now.st_mode & 0o7777 & ~bits)) }
+        if bits != 0 { _ = try check { fchmod(fd, now.st_mode & 0o7777 & ~bits) } }
     }
 
     /// Clears the bits of a node (its O_PATH descriptor).

@@ -166,7 +166,7 @@ public enum ContainerRestore {
                 let suffix = String((0..<6).map { _ in "abcdefghijklmnopqrstuvwxyz0123456789".randomElement()! })
                 let candidate = Array(".\(target).restore-\(suffix)".utf8)
                 do {
-                    try candidate.withCName { (cName) throws(Errno) in _ = try retrying { mkdirat(parent.fd, cName, 0o700) } }
+                    try candidate.withCName { (cName) throws(Errno) in _ = try check { mkdirat(parent.fd, cName, 0o700) } }
                 } catch .fileExists {
                     continue
                 } catch {
@@ -189,7 +189,7 @@ public enum ContainerRestore {
             self.folder = folder
             path = parentPath + "/" + name.displayText + "/container"
             do {
-                try Self.containerName.withCName { (cName) throws(Errno) in _ = try retrying { mkdirat(folder.fd, cName, 0o700) } }
+                try Self.containerName.withCName { (cName) throws(Errno) in _ = try check { mkdirat(folder.fd, cName, 0o700) } }
                 container = try folder.folder(Self.containerName)
             } catch {
                 _ = Self.removeIfOurs(name, folder, in: parent)
@@ -270,7 +270,7 @@ public enum ContainerRestore {
         do {
             try Staging.containerName.withCName { (from) throws(Errno) in
                 try Array(name.utf8).withCName { (to) throws(Errno) in
-                    _ = try retrying { renameat(staging.folder.fd, from, parent.fd, to) }
+                    _ = try check { renameat(staging.folder.fd, from, parent.fd, to) }
                 }
             }
         } catch {
@@ -289,7 +289,7 @@ public enum ContainerRestore {
         let rawName = Array(name.utf8)
         func rename(_ from: OpenFolder, _ fromName: RawName, _ to: OpenFolder, _ toName: RawName, flags: UInt32 = 0) throws(Errno) {
             try fromName.withCName { (a) throws(Errno) in
-                try toName.withCName { (b) throws(Errno) in _ = try retrying { asfs_renameat2(from.fd, a, to.fd, b, flags) } }
+                try toName.withCName { (b) throws(Errno) in _ = try check { asfs_renameat2(from.fd, a, to.fd, b, flags) } }
             }
         }
         if let bundle {

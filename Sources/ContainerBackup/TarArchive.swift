@@ -1,3 +1,4 @@
+import BackingStore
 import Glibc
 import SystemPackage
 
@@ -118,7 +119,7 @@ public enum TarArchive {
         }
         do {
             try writeAll(fd, bytes)
-            _ = try retrying { lseek(fd, 0, SEEK_SET) }
+            _ = try check { lseek(fd, 0, SEEK_SET) }
         } catch {
             Glibc.close(fd)
             throw Failure("cannot write the member list: \(error)")

@@ -1,3 +1,4 @@
+import BackingStore
 import CLinux
 import Glibc
 import SystemPackage
@@ -123,13 +124,13 @@ enum UntrustedArchive {
         let isLink = status.st_mode & S_IFMT == S_IFLNK
         if !isLink && status.st_mode & (S_ISUID | S_ISGID) != 0 {
             try name.withCName { (cName) throws(Errno) in
-                _ = try retrying { fchmodat(folder, cName, status.st_mode & 0o7777 & ~(S_ISUID | S_ISGID), 0) }
+                _ = try check { fchmodat(folder, cName, status.st_mode & 0o7777 & ~(S_ISUID | S_ISGID), 0) }
             }
             dropped.add(.setID, path)
         }
         if let owner, status.st_uid != owner.uid || status.st_gid != owner.gid {
             try name.withCName { (cName) throws(Errno) in
-                _ = try retrying { fchownat(folder, cName, owner.uid, owner.gid, AT_SYMLINK_NOFOLLOW) }
+                _ = try check { fchownat(folder, cName, owner.uid, owner.gid, AT_SYMLINK_NOFOLLOW) }
             }
             dropped.add(.foreignOwners, path)
         }
