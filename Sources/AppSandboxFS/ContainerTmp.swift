@@ -45,8 +45,8 @@ public final class ContainerTmp: Sendable {
     }
 
     /// `rootFD`: the driver's descriptor of the backing root (O_PATH is enough).
-    public init(root rootFD: Int32, keep: Bool) throws(Errno) {
-        root = try check { openat(rootFD, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+    public init(root rootFD: FileDescriptor, keep: Bool) throws(Errno) {
+        root = try check { openat(rootFD.rawValue, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         self.keep = keep
     }
 
@@ -115,6 +115,6 @@ public final class ContainerTmp: Sendable {
         }
         guard !keep else { return (.kept, []) }
         guard alone ?? (flock(root, LOCK_EX | LOCK_NB) == 0) else { return (.inUseByAnotherDriver, []) }
-        return (.cleared, TreeRemover.removeContents(ofFolder: tmp))
+        return (.cleared, TreeRemover.removeContents(ofFolder: FileDescriptor(rawValue: tmp)))
     }
 }

@@ -1,3 +1,4 @@
+import CLinux
 import Glibc
 import SystemPackage
 
@@ -6,7 +7,7 @@ import SystemPackage
 /// typed `Errno`. The project's one such helper: every module that makes
 /// system calls of its own (AppSandboxFS, ContainerBackup) uses it too.
 ///
-///     let fd = try check { openat(folder, name, O_RDONLY | O_CLOEXEC) }
+///     let fd = try check { openat(folder.rawValue, name, O_RDONLY | O_CLOEXEC) }
 ///
 /// Inlined, with a non-escaping closure: it costs what the bare loop costs.
 @inlinable @inline(__always)
@@ -27,17 +28,15 @@ struct ProcPath {
     /// the very file the descriptor holds, which is how calls without an
     /// `*at()` form (xattrs, chmod, reopen) reach an O_PATH descriptor.
     @inline(__always)
-    static func with<T>(_ fd: Int32, _ body: (UnsafePointer<CChar>) throws(Errno) -> T) throws(Errno) -> T {
+    static func with<T>(_ fd: FileDescriptor, _ body: (UnsafePointer<CChar>) throws(Errno) -> T) throws(Errno) -> T {
         var path = ProcPath()
         return try withUnsafeMutableBytes(of: &path.bytes) { (raw) throws(Errno) -> T in
             let chars = raw.baseAddress!.assumingMemoryBound(to: CChar.self)
-            asfs_proc_fd_path(fd, chars, raw.count)
+            asfs_proc_fd_path(fd.rawValue, chars, raw.count)
             return try body(chars)
         }
     }
 }
-
-import CLinux
 
 /// `String.withCString` for a body that throws `Errno` (the standard one
 /// rethrows as `any Error`).

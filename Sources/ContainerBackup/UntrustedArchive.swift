@@ -62,7 +62,7 @@ enum UntrustedArchive {
         var dropped = DroppedPrivileges()
         // The root itself: the archive's "." member may have set its mode
         // and attributes; its owner and mode are set when it is put in place.
-        try clean(root.fd, ".", name: [0x2E], status: root.status, owner: nil, into: &dropped)
+        try clean(root.fd.rawValue, ".", name: [0x2E], status: root.status, owner: nil, into: &dropped)
         try walk(root, prefix: [], owner: owner, group: group, into: &dropped)
         return dropped
     }
@@ -85,7 +85,7 @@ enum UntrustedArchive {
             default:
                 break
             }
-            try clean(folder.fd, path, name: name, status: status, owner: (owner, group), into: &dropped)
+            try clean(folder.fd.rawValue, path, name: name, status: status, owner: (owner, group), into: &dropped)
             if status.st_mode & S_IFMT == S_IFDIR {
                 try walk(try folder.folder(name), prefix: prefix + [name], owner: owner, group: group, into: &dropped)
             }
