@@ -93,7 +93,10 @@ let package = Package(
             "AppSandboxFS", "BackingStore", "SandboxPolicy", "FuseKit",
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
-        .testTarget(name: "ContainerBackupTests", dependencies: ["ContainerBackup", "BackingStore", "Spawning"]),
+        .testTarget(name: "ContainerBackupTests", dependencies: [
+            "ContainerBackup", "BackingStore", "Spawning",
+            .product(name: "SystemPackage", package: "swift-system"),
+        ]),
         .testTarget(name: "IntegrationTests", dependencies: [
             "appsandboxfs", "fsprobe", "typicalapp", "AppSandboxTesting", "Spawning", "MountInfo",
         ]),

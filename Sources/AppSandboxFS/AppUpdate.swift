@@ -2,6 +2,7 @@ import BackingStore
 import CLinux
 import Glibc
 import SandboxPolicy
+import SystemPackage
 
 /// An App Store update of a container that is not mounted (rules U1-U3):
 /// the bundle becomes an exact copy of a build folder; Documents, Library
@@ -172,7 +173,7 @@ public struct AppUpdate {
     private func remove(_ name: String, in root: Int32) throws(UpdateFailure) {
         let fd = openat(root, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         if fd >= 0 {
-            let failures = TreeRemover.removeContents(ofFolder: fd)
+            let failures = TreeRemover.removeContents(ofFolder: FileDescriptor(rawValue: fd))
             close(fd)
             if let failure = failures.first { throw UpdateFailure("\(backing)/\(name)/\(failure)") }
             guard unlinkat(root, name, AT_REMOVEDIR) == 0 || errno == ENOENT else {

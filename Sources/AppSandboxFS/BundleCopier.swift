@@ -169,7 +169,8 @@ struct BundleCopier {
         try setOwnerModeTimes(status, fd: to, path: path)
     }
 
-    private static func setOwnerModeTimes(_ status: stat, fd: Int32, path: String) throws(UpdateFailure) {
+    private static func setOwnerModeTimes(_ status: stat, fd raw: Int32, path: String) throws(UpdateFailure) {
+        let fd = FileDescriptor(rawValue: raw)
         do {
             try Backing.chown(fd, uid: status.st_uid, gid: status.st_gid)
             if status.st_mode & S_IFMT != S_IFLNK { try Backing.chmod(fd, mode: status.st_mode & 0o7777) }

@@ -65,10 +65,10 @@ public final class CapacityLedger: Sendable {
     /// `roots`: descriptors of the folders whose trees make the disk's
     /// contents. Root entries starting with `.appsandboxfs` are the tools'
     /// own and do not count.
-    public init(capacity: Int64, roots: [Int32], blockSize: Int64 = 4096) {
+    public init(capacity: Int64, roots: [FileDescriptor], blockSize: Int64 = 4096) {
         self.capacity = capacity
         self.blockSize = blockSize
-        self.roots = roots.map { dup($0) }
+        self.roots = roots.map { dup($0.rawValue) }
         state = Locked(State())
     }
 
@@ -104,7 +104,7 @@ public final class CapacityLedger: Sendable {
     /// Runs `body`, a call that may change the allocation of the files held
     /// by `fds` (O_PATH descriptors are fine) and needs at most `bytes` of
     /// new space; ENOSPC without running it when that space is not free.
-    public func change<T>(reserving bytes: Int64, tracking fds: [Int32], _ body: () throws(Errno) -> T) throws(Errno) -> T {
+    public func change<T>(reserving bytes: Int64, tracking fds: [FileDescriptor], _ body: () throws(Errno) -> T) throws(Errno) -> T {
         let keys = try begin(reserving: bytes, tracking: fds)
         defer { end(reserved: bytes, tracking: fds, keys: keys) }
         return try body()
@@ -114,7 +114,7 @@ public final class CapacityLedger: Sendable {
     /// fallocate): reserves the blocks it may allocate, or, when they do
     /// not all fit, those of the longest prefix that does (Q2: a write that
     /// partly fits writes a prefix). `body` gets the length it may write.
-    public func write(_ fd: Int32, offset: off_t, length: Int, _ body: (Int) throws(Errno) -> Int) throws(Errno) -> Int {
+    public func write(_ fd: FileDescriptor, offset: off_t, length: Int, _ body: (Int) throws(Errno) -> Int) throws(Errno) -> Int {
         guard length > 0 else { return try body(length) }
         let (allowed, reserved, key) = try withState { (state) throws(Errno) -> (Int, Int64, InodeKey) in
             let status = try Self.stat(fd)
@@ -138,7 +138,7 @@ public final class CapacityLedger: Sendable {
 
     /// A file was created (create, mkdir, symlink, mknod): its own blocks.
     /// Called before the reply, so no other call on it can run yet.
-    public func added(_ fd: Int32) {
+    public func added(_ fd: FileDescriptor) {
         guard let status = try? Self.stat(fd) else { return }
         withState { state in
             state.freed.remove(InodeKey(status))
@@ -147,13 +147,13 @@ public final class CapacityLedger: Sendable {
     }
 
     /// A handle of the file was opened.
-    public func opened(_ fd: Int32) {
+    public func opened(_ fd: FileDescriptor) {
         guard let status = try? Self.stat(fd) else { return }
         withState { $0.openHandles[InodeKey(status), default: 0] += 1 }
     }
 
     /// A handle is about to be closed: an unlinked file's last one frees it.
-    public func releasing(_ fd: Int32) {
+    public func releasing(_ fd: FileDescriptor) {
         guard let status = try? Self.stat(fd) else { return }
         let key = InodeKey(status)
         withState { state in
@@ -169,7 +169,7 @@ public final class CapacityLedger: Sendable {
 
     // MARK: Inside
 
-    private func begin(reserving bytes: Int64, tracking fds: [Int32]) throws(Errno) -> [InodeKey] {
+    private func begin(reserving bytes: Int64, tracking fds: [FileDescriptor]) throws(Errno) -> [InodeKey] {
         try withState { (state) throws(Errno) -> [InodeKey] in
             if bytes > 0 && state.used + state.reserved + bytes > capacity { throw Errno.noSpace }
             var keys: [InodeKey] = []
@@ -193,7 +193,7 @@ public final class CapacityLedger: Sendable {
         }
     }
 
-    private func end(reserved: Int64, tracking fds: [Int32], keys: [InodeKey]) {
+    private func end(reserved: Int64, tracking fds: [FileDescriptor], keys: [InodeKey]) {
         withState { state in
             state.reserved -= reserved
             for (fd, key) in zip(fds, keys) {
@@ -219,7 +219,7 @@ public final class CapacityLedger: Sendable {
         }
     }
 
-    static func stat(_ fd: Int32) throws(Errno) -> Glibc.stat { try Backing.stat(fd) }
+    static func stat(_ fd: FileDescriptor) throws(Errno) -> Glibc.stat { try Backing.stat(fd) }
 
     static func bytes(_ status: Glibc.stat) -> Int64 { Int64(status.st_blocks) * 512 }
 

@@ -4,6 +4,7 @@ import Foundation
 import Glibc
 import SandboxPolicy
 import Spawning
+import SystemPackage
 
 /// A container's backing directory: what it must hold, laying it out, and
 /// emptying its tmp.
@@ -50,14 +51,15 @@ public struct Container: Sendable {
         defer { close(parentFD) }
         let root = try Self.makeFolder((backing as NSString).lastPathComponent, in: parentFD, path: backing)
         defer { close(root) }
-        try Self.layOut(in: root, path: backing, layout: layout, bundleFrom: bundleFrom, withBundle: withBundle)
+        try Self.layOut(in: FileDescriptor(rawValue: root), path: backing, layout: layout, bundleFrom: bundleFrom, withBundle: withBundle)
     }
 
     /// Makes the container's folders (and, with `withBundle`, its bundle)
     /// inside the folder open as `root`, whose path `path` is only for
     /// messages: every step is relative to a descriptor and follows no link.
-    public static func layOut(in root: Int32, path: String, layout: ContainerLayout,
+    public static func layOut(in root: FileDescriptor, path: String, layout: ContainerLayout,
                               bundleFrom: String? = nil, withBundle: Bool = true) throws {
+        let root = root.rawValue
         for folder in ContainerLayout.requiredFolders {
             var current = dup(root)
             guard current >= 0 else { throw ContainerError("\(path): \(String(cString: strerror(errno)))") }

@@ -45,8 +45,8 @@ public final class ContainerTmp: Sendable {
     }
 
     /// `rootFD`: the driver's descriptor of the backing root (O_PATH is enough).
-    public init(root rootFD: Int32, keep: Bool) throws(Errno) {
-        root = try retryingCall { openat(rootFD, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+    public init(root rootFD: FileDescriptor, keep: Bool) throws(Errno) {
+        root = try check { openat(rootFD.rawValue, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         self.keep = keep
     }
 
@@ -115,15 +115,6 @@ public final class ContainerTmp: Sendable {
         }
         guard !keep else { return (.kept, []) }
         guard alone ?? (flock(root, LOCK_EX | LOCK_NB) == 0) else { return (.inUseByAnotherDriver, []) }
-        return (.cleared, TreeRemover.removeContents(ofFolder: tmp))
-    }
-}
-
-/// Runs a call that returns -1 and sets errno on failure, retrying on EINTR.
-private func retryingCall(_ call: () -> Int32) throws(Errno) -> Int32 {
-    while true {
-        let result = call()
-        if result != -1 { return result }
-        if errno != EINTR { throw Errno(rawValue: errno) }
+        return (.cleared, TreeRemover.removeContents(ofFolder: FileDescriptor(rawValue: tmp)))
     }
 }

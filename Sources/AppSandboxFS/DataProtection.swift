@@ -4,6 +4,7 @@ import FuseKit
 import Glibc
 import SandboxPolicy
 import Synchronization
+import SystemPackage
 
 /// A mount's device: its state (unlocked, locked, before first unlock), the
 /// grace after `lock` during which class A keys survive (P5, P6), and the
@@ -21,7 +22,7 @@ public final class DataProtection: Sendable {
     /// Bits 0-1: the state (`Code`); above: for `locked`, the monotonic
     /// time in nanoseconds at which the grace ends (0: no grace).
     private let word: Atomic<UInt64>
-    private let handles = Locked<[Int32: OpenFile]>([:])
+    private let handles = Locked<[FileDescriptor: OpenFile]>([:])
 
     /// What the driver keeps of an open handle: the file, and the class
     /// that decides its I/O (updated when the file's class changes).
@@ -109,18 +110,18 @@ public final class DataProtection: Sendable {
 
     // MARK: Open handles
 
-    func opened(_ fd: Int32, key: InodeKey, protection: ProtectionClass) {
+    func opened(_ fd: FileDescriptor, key: InodeKey, protection: ProtectionClass) {
         handles.withLock { $0[fd] = OpenFile(key: key, protection: protection) }
     }
 
     /// Called before the descriptor is closed, so that its number, once
     /// reused, cannot find this record.
-    func closed(_ fd: Int32) {
+    func closed(_ fd: FileDescriptor) {
         handles.withLock { _ = $0.removeValue(forKey: fd) }
     }
 
     /// The class deciding I/O through the handle `fd`.
-    func protection(ofHandle fd: Int32) -> ProtectionClass? {
+    func protection(ofHandle fd: FileDescriptor) -> ProtectionClass? {
         handles.withLock { $0[fd]?.protection }
     }
 

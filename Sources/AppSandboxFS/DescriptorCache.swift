@@ -20,7 +20,7 @@ final class DescriptorCache: Sendable {
     /// A descriptor on each mount whose handles nodes may use (the backing
     /// root's, the bundle's): open_by_handle_at wants one on the handle's
     /// mount. Empty when handles do not work here (no CAP_DAC_READ_SEARCH).
-    private let mounts: [(id: Int32, fd: Int32)]
+    private let mounts: [(id: Int32, fd: FileDescriptor)]
     private let ring = Locked<Ring>(Ring())
 
     private struct Ring {
@@ -30,9 +30,9 @@ final class DescriptorCache: Sendable {
 
     /// `roots` are O_PATH descriptors of the folders whose files nodes may
     /// name, with their paths.
-    init(capacity: Int, roots: [(fd: Int32, path: String)]) {
+    init(capacity: Int, roots: [(fd: FileDescriptor, path: String)]) {
         self.capacity = max(capacity, 1)
-        var mounts: [(id: Int32, fd: Int32)] = []
+        var mounts: [(id: Int32, fd: FileDescriptor)] = []
         for root in roots {
             guard let handle = try? BackingHandle(of: root.fd), !mounts.contains(where: { $0.id == handle.mountID }),
                   let mount = try? Backing.openMount(root.path) else { continue }
@@ -63,19 +63,19 @@ final class DescriptorCache: Sendable {
     var openCount: Int { ring.withLock { $0.nodes.count } }
 
     /// The handle of the file `fd` holds, or nil if its node must keep `fd`.
-    func handle(for fd: Int32) -> BackingHandle? {
+    func handle(for fd: FileDescriptor) -> BackingHandle? {
         guard !mounts.isEmpty, let handle = try? BackingHandle(of: fd),
               mounts.contains(where: { $0.id == handle.mountID }) else { return nil }
         return handle
     }
 
-    private func mount(_ id: Int32) -> Int32? {
+    private func mount(_ id: Int32) -> FileDescriptor? {
         mounts.first(where: { $0.id == id })?.fd
     }
 
     /// Puts a new node's descriptor in the ring.
     func admit(_ node: Node) {
-        var closing: [Int32] = []
+        var closing: [FileDescriptor] = []
         ring.withLock { ring in
             append(node, to: &ring)
             evict(&ring, closing: &closing)
@@ -85,12 +85,12 @@ final class DescriptorCache: Sendable {
 
     /// A fresh descriptor on a node's file (from a lookup): the node takes
     /// it if it has none, else it is closed.
-    func offer(_ fd: Int32, to node: Node) {
+    func offer(_ fd: FileDescriptor, to node: Node) {
         guard node.handle != nil, node.slot.load(ordering: .relaxed) & Node.Slot.fdMask == 0 else {
             Backing.close(fd)
             return
         }
-        var closing: [Int32] = []
+        var closing: [FileDescriptor] = []
         ring.withLock { ring in
             if node.install(fd, pinned: false) {
                 append(node, to: &ring)
@@ -106,13 +106,13 @@ final class DescriptorCache: Sendable {
     func reopen(_ node: Node) throws(Errno) -> Node.Borrowed {
         // A node without a handle lost its descriptor only by being forgotten.
         guard let handle = node.handle, let mount = mount(handle.mountID) else { throw .noSuchFileOrDirectory }
-        let fd: Int32
+        let fd: FileDescriptor
         do { fd = try Backing.openHandle(handle, mount: mount) } catch {
             // The file was deleted (outside the mount, or its last name
             // went before the node was kept): as for a lookup of it.
             throw error.rawValue == ESTALE ? .noSuchFileOrDirectory : error
         }
-        var closing: [Int32] = []
+        var closing: [FileDescriptor] = []
         let borrowed = ring.withLock { ring -> Node.Borrowed in
             // Another thread opened it meanwhile.
             if let borrowed = node.pinIfOpen() {
@@ -168,7 +168,7 @@ final class DescriptorCache: Sendable {
     /// is borrowed or was used since the hand last passed is skipped (and
     /// loses its referenced bit); if every one is pinned the ring stays
     /// over capacity until the next call.
-    private func evict(_ ring: inout Ring, closing: inout [Int32]) {
+    private func evict(_ ring: inout Ring, closing: inout [FileDescriptor]) {
         var steps = ring.nodes.count * 2 + 1
         while ring.nodes.count > capacity && steps > 0 {
             steps -= 1

@@ -1,6 +1,7 @@
 import FuseKit
 import Glibc
 import Locking
+import SystemPackage
 
 /// An open folder being listed: a `DIR` stream and where it stands. The
 /// kernel does not list one open folder from two threads at once, but the
@@ -15,8 +16,8 @@ final class DirectoryStream: Sendable {
     private let state: Locked<State>
 
     /// Takes ownership of `fd`, an open folder descriptor.
-    init?(fd: Int32) {
-        guard let stream = fdopendir(fd) else { return nil }
+    init?(fd: FileDescriptor) {
+        guard let stream = fdopendir(fd.rawValue) else { return nil }
         state = Locked(State(stream: stream))
     }
 

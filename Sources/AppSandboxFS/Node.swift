@@ -57,7 +57,7 @@ final class Node: Sendable {
 
     /// A node holding `fd`, an O_PATH descriptor on its file. With a handle
     /// the descriptor still has to be given to the cache (`admit`).
-    init(fd: Int32, stat: stat, parent: Node?, name: [UInt8], handle: BackingHandle?, cache: DescriptorCache) {
+    init(fd: FileDescriptor, stat: stat, parent: Node?, name: [UInt8], handle: BackingHandle?, cache: DescriptorCache) {
         key = InodeKey(stat)
         isDirectory = stat.st_mode & S_IFMT == S_IFDIR
         isSymlink = stat.st_mode & S_IFMT == S_IFLNK
@@ -82,7 +82,7 @@ final class Node: Sendable {
     /// open until `body` returns. A file deleted since the kernel learned of
     /// it answers ENOENT.
     @inline(__always)
-    func withFD<T>(_ body: (Int32) throws(Errno) -> T) throws(Errno) -> T {
+    func withFD<T>(_ body: (FileDescriptor) throws(Errno) -> T) throws(Errno) -> T {
         let borrowed = try borrow()
         defer { giveBack(borrowed) }
         return try body(borrowed.fd)
@@ -93,14 +93,15 @@ final class Node: Sendable {
     /// A descriptor lent out; `owned` ones are the borrower's to close (a
     /// node the kernel already forgot gets no cached descriptor).
     struct Borrowed {
-        let fd: Int32
+        let fd: FileDescriptor
         let owned: Bool
     }
 
     /// The slot word: descriptor + 1 (0: none) in the low 32 bits, the
     /// number of borrowers above, and three flags: referenced (the clock's
     /// second chance), kept (never evicted) and retired (forgotten: closed
-    /// by whoever gives it back last).
+    /// by whoever gives it back last). The one place a node's descriptor is
+    /// a raw number: everywhere else it is a `FileDescriptor`.
     enum Slot {
         static let fdMask: UInt64 = 0xFFFF_FFFF
         static let pin: UInt64 = 1 << 32
@@ -109,8 +110,10 @@ final class Node: Sendable {
         static let kept: UInt64 = 1 << 61
         static let retired: UInt64 = 1 << 62
 
-        @inline(__always) static func encode(_ fd: Int32) -> UInt64 { UInt64(UInt32(bitPattern: fd)) &+ 1 }
-        @inline(__always) static func fd(_ word: UInt64) -> Int32 { Int32(bitPattern: UInt32(truncatingIfNeeded: word & fdMask) &- 1) }
+        @inline(__always) static func encode(_ fd: FileDescriptor) -> UInt64 { UInt64(UInt32(bitPattern: fd.rawValue)) &+ 1 }
+        @inline(__always) static func fd(_ word: UInt64) -> FileDescriptor {
+            FileDescriptor(rawValue: Int32(bitPattern: UInt32(truncatingIfNeeded: word & fdMask) &- 1))
+        }
     }
 
     /// The lock-free path: pin the descriptor if the node has one.
@@ -145,7 +148,7 @@ final class Node: Sendable {
     /// Takes the descriptor out of the slot if no one borrows it and the
     /// clock gave it its second chance already; the caller closes it.
     /// Under the cache's lock.
-    func evict() -> Int32? {
+    func evict() -> FileDescriptor? {
         let word = slot.load(ordering: .acquiring)
         guard word & Slot.fdMask != 0, word & (Slot.pinMask | Slot.kept) == 0 else { return nil }
         if word & Slot.referenced != 0 {
@@ -160,7 +163,7 @@ final class Node: Sendable {
     /// Puts `fd` in an empty slot, pinned once if `pinned`. Under the
     /// cache's lock. False if the slot has a descriptor or the node was
     /// forgotten: then `fd` is still the caller's.
-    func install(_ fd: Int32, pinned: Bool) -> Bool {
+    func install(_ fd: FileDescriptor, pinned: Bool) -> Bool {
         var word = slot.load(ordering: .acquiring)
         while word & (Slot.fdMask | Slot.retired) == 0 {
             let desired = (word & Slot.kept) | Slot.encode(fd) | Slot.referenced | (pinned ? Slot.pin : 0)

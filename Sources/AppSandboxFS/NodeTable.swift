@@ -5,6 +5,7 @@ import Glibc
 import Locking
 import SandboxPolicy
 import Synchronization
+import SystemPackage
 
 /// All nodes the kernel holds, in two shapes under one lock:
 ///
@@ -37,7 +38,7 @@ final class NodeTable: Sendable {
     /// the lock.
     private let peak = Atomic<Int>(0)
 
-    init(rootFD: Int32, stat: stat, layout: ContainerLayout, cache: DescriptorCache) {
+    init(rootFD: FileDescriptor, stat: stat, layout: ContainerLayout, cache: DescriptorCache) {
         self.cache = cache
         self.layout = layout
         root = Node(fd: rootFD, stat: stat, parent: nil, name: [], handle: nil, cache: cache)
@@ -91,7 +92,7 @@ final class NodeTable: Sendable {
     /// reused: the new file gets a node of its own, and the old node lives
     /// on, detached from the index, until the kernel forgets it (its
     /// descriptor, if it ever gets one, reaches only the old file).
-    func remember(fd: Int32, stat: stat, parent: Node, name: [UInt8]) -> Node {
+    func remember(fd: FileDescriptor, stat: stat, parent: Node, name: [UInt8]) -> Node {
         let key = InodeKey(stat)
         if key == root.key {
             Backing.close(fd)
@@ -195,7 +196,7 @@ final class NodeTable: Sendable {
     /// it): if that is the file's last name and the kernel knows the file,
     /// its node keeps its descriptor, which still reaches the file (fstat
     /// of an open file, setattr through it) where a handle would not.
-    func keepIfLastName(in folder: Int32, _ name: UnsafePointer<CChar>) {
+    func keepIfLastName(in folder: FileDescriptor, _ name: UnsafePointer<CChar>) {
         guard cache.usesHandles, let stat = try? Backing.stat(in: folder, name),
               stat.st_mode & S_IFMT == S_IFDIR || stat.st_nlink <= 1,
               let node = existing(InodeKey(stat)) else { return }

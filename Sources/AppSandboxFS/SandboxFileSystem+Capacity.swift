@@ -15,7 +15,7 @@ extension SandboxFileSystem {
     /// `body` changes the allocation of the files `fds` hold and needs at
     /// most `bytes` of new space.
     @inline(__always)
-    func charged<T>(reserving bytes: Int64 = 0, _ fds: @autoclosure () -> [Int32],
+    func charged<T>(reserving bytes: Int64 = 0, _ fds: @autoclosure () -> [FileDescriptor],
                     _ body: () throws(Errno) -> T) throws(Errno) -> T {
         guard let capacity else { return try body() }
         return try capacity.change(reserving: bytes, tracking: fds(), body)
@@ -24,7 +24,7 @@ extension SandboxFileSystem {
     /// `body` may remove the last name of `name` in `folder` (unlink, rmdir,
     /// rename over it): its space is freed, or kept until its last close.
     @inline(__always)
-    func charged<T>(removing name: UnsafePointer<CChar>?, in folder: Int32, also others: [Int32] = [],
+    func charged<T>(removing name: UnsafePointer<CChar>?, in folder: FileDescriptor, also others: [FileDescriptor] = [],
                     _ body: () throws(Errno) -> T) throws(Errno) -> T {
         guard let capacity else { return try body() }
         let victim = name.flatMap { try? Backing.openPath(in: folder, $0) }
@@ -34,7 +34,7 @@ extension SandboxFileSystem {
 
     /// A write through the driver: all of it, a prefix that fits, or ENOSPC.
     @inline(__always)
-    func chargedWrite(_ fd: Int32, at offset: off_t, length: Int, _ body: (Int) throws(Errno) -> Int) throws(Errno) -> Int {
+    func chargedWrite(_ fd: FileDescriptor, at offset: off_t, length: Int, _ body: (Int) throws(Errno) -> Int) throws(Errno) -> Int {
         guard let capacity else { return try body(length) }
         return try capacity.write(fd, offset: offset, length: length, body)
     }
@@ -42,7 +42,7 @@ extension SandboxFileSystem {
     /// fallocate: allocating modes reserve their whole range (all or
     /// nothing, as on ext4); punching and zeroing holes only measure.
     @inline(__always)
-    func chargedAllocate(_ fd: Int32, mode: Int32, offset: off_t, length: off_t, _ body: () throws(Errno) -> Void) throws(Errno) {
+    func chargedAllocate(_ fd: FileDescriptor, mode: Int32, offset: off_t, length: off_t, _ body: () throws(Errno) -> Void) throws(Errno) {
         guard let capacity else { return try body() }
         let allocates = mode & ~Int32(asfs_FALLOC_FL_KEEP_SIZE) == 0
         guard allocates else { return try capacity.change(reserving: 0, tracking: [fd], body) }

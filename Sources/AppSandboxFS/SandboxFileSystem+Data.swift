@@ -10,7 +10,7 @@ extension SandboxFileSystem {
     /// rules were applied to this open already, and the kernel opens the
     /// backing file with the opener's own flags, so passthrough cannot do
     /// more than this open allows.
-    func openOptions(descriptor: Int32) -> OpenOptions {
+    func openOptions(descriptor: FileDescriptor) -> OpenOptions {
         // FLUSH carries nothing this driver needs (the kernel keeps the
         // locks, and without the writeback cache there is no dirty data to
         // push at close): spare the kernel the round trip.
@@ -19,7 +19,7 @@ extension SandboxFileSystem {
     }
 
     @inline(__always)
-    func descriptor(_ handle: FileHandle) -> Int32 { Int32(truncatingIfNeeded: handle.rawValue) }
+    func descriptor(_ handle: FileHandle) -> FileDescriptor { FileDescriptor(rawValue: Int32(truncatingIfNeeded: handle.rawValue)) }
 
     public func open(_ request: Request, node id: NodeID, flags: OpenFlags, reply: consuming ReplyOpen) {
         let node = nodes.node(id)
@@ -55,7 +55,7 @@ extension SandboxFileSystem {
             // No release comes for a handle the kernel did not take.
             let options = protectedOpen(fd, node: node, protection: protection, request: request,
                                         options: openOptions(request, node: id, flags: flags, descriptor: fd))
-            if !reply.opened(FileHandle(rawValue: UInt64(fd)), options: options) {
+            if !reply.opened(FileHandle(rawValue: UInt64(fd.rawValue)), options: options) {
                 capacity?.releasing(fd)
                 dataProtection.closed(fd)
                 Backing.close(fd)

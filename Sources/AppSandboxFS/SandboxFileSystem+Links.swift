@@ -24,11 +24,11 @@ extension SandboxFileSystem {
         guard let last = path.last else { return nil }
         if path.count == 1 && bundleRoot != nil && last == bundleName { return nil }
         return try? nodes.root.withFD { (rootFD) throws(Errno) -> [UInt8]? in
-            var opened: [Int32] = []
+            var opened: [FileDescriptor] = []
             defer { for fd in opened { Backing.close(fd) } }
             var folder = rootFD
             for (depth, name) in path.dropLast().enumerated() {
-                let fd: Int32
+                let fd: FileDescriptor
                 if depth == 0, let bundleRoot, name == bundleName {
                     fd = try Backing.openPath(in: bundleRoot, ".")
                 } else {

@@ -127,7 +127,7 @@ extension SandboxFileSystem {
                 }
                 var (node, attributes) = try lookupChild(parent, name.cString)
                 if chowned && Self.lostSetIDBits(requested: mode, now: attributes) {
-                    _ = try check(fchmod(fd, mode & 0o7777))
+                    _ = try check { fchmod(fd.rawValue, mode & 0o7777) }
                     attributes = try node.withFD { (fd) throws(Errno) in try Backing.stat(fd) }
                 }
                 return (entry(for: node, stat: attributes), fd, protection)
@@ -142,7 +142,7 @@ extension SandboxFileSystem {
             capacity?.opened(fd)
             let options = protectedOpen(fd, node: nodes.node(entry.node), protection: protection, request: request,
                                         options: openOptions(request, node: entry.node, flags: flags, descriptor: fd))
-            let sent = reply.created(entry, handle: FileHandle(rawValue: UInt64(fd)), options: options)
+            let sent = reply.created(entry, handle: FileHandle(rawValue: UInt64(fd.rawValue)), options: options)
             if !sent {
                 dataProtection.closed(fd)
                 // No release will come for this handle, nor a forget for this lookup.

@@ -48,18 +48,18 @@ extension SandboxFileSystem {
             if changes.size != nil, let locked = sizeChangeDenial(request, handle: handle, node: node) { throw locked }
             // An open handle is the better target: it works after chmod 0
             // and for files that were unlinked while open.
-            let openFD = handle.map { Int32(truncatingIfNeeded: $0.rawValue) }
+            let openFD = handle.map { descriptor($0) }
             return try node.withFD { (nodeFD) throws(Errno) in
                 if touchesCtime { try Backing.chown(nodeFD, uid: uid_t.max, gid: gid_t.max) }
                 if let mode = changes.mode {
-                    if let openFD { _ = try check(fchmod(openFD, mode)) } else { try Backing.chmod(nodeFD, mode: mode) }
+                    if let openFD { _ = try check { fchmod(openFD.rawValue, mode) } } else { try Backing.chmod(nodeFD, mode: mode) }
                 }
                 if changes.uid != nil || changes.gid != nil {
                     try Backing.chown(nodeFD, uid: changes.uid ?? uid_t.max, gid: changes.gid ?? gid_t.max)
                 }
                 if let size = changes.size {
                     try charged([nodeFD]) { () throws(Errno) in
-                        if let openFD { _ = try check(ftruncate(openFD, size)) } else { try Backing.truncate(nodeFD, size: size) }
+                        if let openFD { _ = try check { ftruncate(openFD.rawValue, size) } } else { try Backing.truncate(nodeFD, size: size) }
                     }
                     if changes.mode == nil && mustClearSetIDBits(request) {
                         if let openFD { try Self.dropSetIDBits(openFD) } else { try Self.dropSetIDBits(node: nodeFD) }
@@ -69,7 +69,7 @@ extension SandboxFileSystem {
                     let times = (Self.timespec(changes.accessTime), Self.timespec(changes.modificationTime))
                     if let openFD {
                         var pair = [times.0, times.1]
-                        _ = try check(futimens(openFD, &pair))
+                        _ = try check { futimens(openFD.rawValue, &pair) }
                     } else {
                         try Backing.setTimes(nodeFD, times, isSymlink: node.isSymlink)
                     }
@@ -138,16 +138,5 @@ extension SandboxFileSystem {
         // With default_permissions the kernel checks modes itself; only an
         // existence check reaches here.
         reply.ok()
-    }
-}
-
-/// `check` for calls made directly in this module.
-@inline(__always)
-func check<Result: BinaryInteger>(_ result: @autoclosure () -> Result) throws(Errno) -> Result {
-    while true {
-        let value = result()
-        if value != -1 { return value }
-        let code = Glibc.errno
-        if code != EINTR { throw Errno(rawValue: code) }
     }
 }

@@ -46,7 +46,7 @@ extension SandboxFileSystem {
     }
 
     /// The class stored on a file: explicit first, then the one from its creation.
-    static func storedClass(_ fd: Int32) -> ProtectionClass? {
+    static func storedClass(_ fd: FileDescriptor) -> ProtectionClass? {
         for name in [ProtectionXattrs.explicitName, ProtectionXattrs.atCreationName] {
             if let value = ProtectionXattrs.stored(fd, name), let stored = ProtectionClass(attributeValue: value) {
                 return stored
@@ -58,7 +58,7 @@ extension SandboxFileSystem {
     /// P3: a new regular file or folder keeps the class it got from its
     /// folder, so that a later change of the folder's class leaves it as it
     /// is. (ext4 keeps user attributes on files and folders only.)
-    func recordCreationClass(_ protection: ProtectionClass, on fd: Int32) {
+    func recordCreationClass(_ protection: ProtectionClass, on fd: FileDescriptor) {
         guard protection != dataProtection.defaultClass else { return }
         try? ProtectionXattrs.store(fd, ProtectionXattrs.atCreationName, protection.rawValue)
     }
@@ -86,7 +86,7 @@ extension SandboxFileSystem {
 
     /// Content I/O through an open handle (read, write, fsync, fallocate,
     /// copy_file_range, ftruncate).
-    func handleDenial(_ request: Request, handle fd: Int32, node id: NodeID) -> Errno? {
+    func handleDenial(_ request: Request, handle fd: FileDescriptor, node id: NodeID) -> Errno? {
         guard let protection = dataProtection.protection(ofHandle: fd) else { return nil }
         return protectionDenial(.descriptorIO, protection, request, at: .node(nodes.node(id)))
     }
@@ -120,7 +120,7 @@ extension SandboxFileSystem {
     /// never sees). The one exception: while the file has passthrough
     /// handles open (it was another class when they were opened), the kernel
     /// refuses a plain open, so this one is passthrough too (docs/protection.md).
-    func protectedOpen(_ fd: Int32, node: Node, protection: ProtectionClass, request: Request,
+    func protectedOpen(_ fd: FileDescriptor, node: Node, protection: ProtectionClass, request: Request,
                        options: OpenOptions) -> OpenOptions {
         dataProtection.opened(fd, key: node.key, protection: protection)
         guard protection == .complete else { return options }

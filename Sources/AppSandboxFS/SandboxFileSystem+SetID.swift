@@ -28,14 +28,14 @@ extension SandboxFileSystem {
     /// Clears the bits of an open file. A failure fails the request that
     /// asked for it, as the kernel fails a write whose privileges it cannot
     /// remove: the bits must never stay on silently.
-    static func dropSetIDBits(_ fd: Int32) throws(Errno) {
+    static func dropSetIDBits(_ fd: FileDescriptor) throws(Errno) {
         let now = try Backing.stat(fd)
         let bits = setIDBitsToClear(now.st_mode)
-        if bits != 0 { _ = try check(fchmod(fd, now.st_mode & 0o7777 & ~bits)) }
+        if bits != 0 { _ = try check { fchmod(fd.rawValue, now.st_mode & 0o7777 & ~bits) } }
     }
 
     /// Clears the bits of a node (its O_PATH descriptor).
-    static func dropSetIDBits(node fd: Int32) throws(Errno) {
+    static func dropSetIDBits(node fd: FileDescriptor) throws(Errno) {
         let now = try Backing.stat(fd)
         let bits = setIDBitsToClear(now.st_mode)
         if bits != 0 { try Backing.chmod(fd, mode: now.st_mode & 0o7777 & ~bits) }
@@ -48,7 +48,7 @@ extension SandboxFileSystem {
     /// a cached one). While the file has passthrough handles open, the
     /// kernel fails any open without passthrough; then the bits go at this
     /// open already, as the write would clear them, only earlier.
-    func openOptions(_ request: Request, node: NodeID, flags: OpenFlags, descriptor fd: Int32) -> OpenOptions {
+    func openOptions(_ request: Request, node: NodeID, flags: OpenFlags, descriptor fd: FileDescriptor) -> OpenOptions {
         var options = openOptions(descriptor: fd)
         guard options.backingDescriptor != nil, flags.writes, mustClearSetIDBits(request),
               let now = try? Backing.stat(fd), Self.setIDBitsToClear(now.st_mode) != 0 else { return options }

@@ -22,7 +22,7 @@ public final class SandboxFileSystem: FileSystemOperations {
     let classWriters = Locked(())
     /// O_PATH descriptor of the folder shown as `<App>.app`, when it comes
     /// from outside the backing directory (`mount --bundle`).
-    let bundleRoot: Int32?
+    let bundleRoot: FileDescriptor?
     /// `<App>.app`, as bytes: names are compared byte for byte (B2).
     let bundleName: [UInt8]
     /// The disk of `mount --capacity` (Q1-Q3), nil without one.
@@ -43,7 +43,7 @@ public final class SandboxFileSystem: FileSystemOperations {
 
     public init(configuration: MountConfiguration) throws {
         self.configuration = configuration
-        let rootFD: Int32
+        let rootFD: FileDescriptor
         do {
             rootFD = try Backing.openRoot(configuration.backing)
         } catch {
@@ -144,7 +144,7 @@ public final class SandboxFileSystem: FileSystemOperations {
         // them anyway so that ".." can never lead above the backing root.
         if Self.isDotOrDotDot(name) { throw .noSuchFileOrDirectory }
         let bytes = nameBytes(name)
-        let fd: Int32
+        let fd: FileDescriptor
         if parent === nodes.root, let bundleRoot, bytes == bundleName {
             fd = try Backing.openPath(in: bundleRoot, ".")
         } else {

@@ -21,13 +21,13 @@ public struct BackingHandle: Sendable, Equatable {
     /// The handle of the file an O_PATH descriptor holds. Fails with
     /// EOPNOTSUPP when the file system cannot make handles, EOVERFLOW when
     /// its handle is larger than `capacity`.
-    public init(of fd: Int32) throws(Errno) {
+    public init(of fd: FileDescriptor) throws(Errno) {
         var length = 0
         var type: Int32 = 0
         var mountID: Int32 = 0
         var bytes: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
         _ = try withUnsafeMutableBytes(of: &bytes) { (raw) throws(Errno) in
-            try check { asfs_name_to_handle(fd, raw.baseAddress!.assumingMemoryBound(to: UInt8.self), raw.count,
+            try check { asfs_name_to_handle(fd.rawValue, raw.baseAddress!.assumingMemoryBound(to: UInt8.self), raw.count,
                                             &length, &type, &mountID) }
         }
         self.type = type
@@ -52,17 +52,18 @@ extension Backing {
     /// any descriptor on the handle's mount that is not itself O_PATH.
     /// ESTALE when the file no longer exists; EPERM without
     /// CAP_DAC_READ_SEARCH.
-    public static func openHandle(_ handle: BackingHandle, mount: Int32) throws(Errno) -> Int32 {
+    public static func openHandle(_ handle: BackingHandle, mount: FileDescriptor) throws(Errno) -> FileDescriptor {
         var bytes = handle.bytes
         let length = Int(handle.length)
-        return try withUnsafeBytes(of: &bytes) { (raw) throws(Errno) in
-            try check { asfs_open_by_handle(mount, raw.baseAddress!.assumingMemoryBound(to: UInt8.self), length, handle.type,
+        let fd = try withUnsafeBytes(of: &bytes) { (raw) throws(Errno) in
+            try check { asfs_open_by_handle(mount.rawValue, raw.baseAddress!.assumingMemoryBound(to: UInt8.self), length, handle.type,
                                             Int32(asfs_O_PATH) | O_NOFOLLOW | O_CLOEXEC) }
         }
+        return FileDescriptor(rawValue: fd)
     }
 
     /// A descriptor to open handles against: O_PATH ones are refused there.
-    public static func openMount(_ path: String) throws(Errno) -> Int32 {
-        try check { Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+    public static func openMount(_ path: String) throws(Errno) -> FileDescriptor {
+        try FileDescriptor(rawValue: check { Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) })
     }
 }

@@ -39,7 +39,7 @@ public enum ProtectionXattrs {
 
     /// The stored value of `name` on the file `fd` holds, nil when absent
     /// or unreadable (a class name is short).
-    public static func stored(_ fd: Int32, _ name: String) -> [UInt8]? {
+    public static func stored(_ fd: FileDescriptor, _ name: String) -> [UInt8]? {
         var buffer = [UInt8](repeating: 0, count: 128)
         let count = buffer.withUnsafeMutableBytes { bytes in
             (try? Backing.getxattr(fd, name, into: bytes)) ?? -1
@@ -56,7 +56,7 @@ public enum ProtectionXattrs {
     }
 
     /// Stores `value` under `name` on the file `fd` holds.
-    public static func store(_ fd: Int32, _ name: String, _ value: String) throws(Errno) {
+    public static func store(_ fd: FileDescriptor, _ name: String, _ value: String) throws(Errno) {
         let bytes = Array(value.utf8)
         try bytes.withUnsafeBytes { raw in
             Result { () throws(Errno) in try Backing.setxattr(fd, name, raw, flags: 0) }

@@ -31,8 +31,8 @@ public enum TreeRemover {
     /// Removes everything inside the folder open as `folder` (an O_RDONLY
     /// or O_PATH descriptor of a folder; the folder itself stays): for callers
     /// that opened and checked the folder themselves.
-    public static func removeContents(ofFolder folder: Int32) -> [Failure] {
-        let fd = openat(folder, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    public static func removeContents(ofFolder folder: FileDescriptor) -> [Failure] {
+        let fd = openat(folder.rawValue, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { return [Failure(path: ".", errno: Errno(rawValue: errno))] }
         defer { close(fd) }
         var folderStat = stat()
@@ -53,7 +53,7 @@ public enum TreeRemover {
         defer { close(fd) }
         var held = stat()
         guard fstat(fd, &held) == 0, held.st_mode & S_IFMT == S_IFDIR else { return }
-        _ = try? ProcPath.with(fd) { (path) throws(Errno) in chmod(path, 0o700) }
+        _ = try? ProcPath.with(FileDescriptor(rawValue: fd)) { (path) throws(Errno) in chmod(path, 0o700) }
     }
 
     private static func removeContents(of folder: Int32, device: dev_t, prefix: String, failures: inout [Failure]) {

@@ -70,7 +70,7 @@ public struct FlagReading: Sendable, Hashable {
 extension FlagReading {
     /// Reads the flags of the file a descriptor holds (an O_PATH one
     /// included). A file system without extended attributes has no flags.
-    static func read(_ fd: Int32) throws(Errno) -> FlagReading {
+    static func read(_ fd: FileDescriptor) throws(Errno) -> FlagReading {
         FlagReading(excludeItem: try value(fd, BackupFlag.excludeItem.backingName),
                     mobileBackup: try value(fd, BackupFlag.mobileBackup.backingName))
     }
@@ -78,7 +78,7 @@ extension FlagReading {
     /// The value of one attribute, nil when it is absent. Values are small:
     /// a first read with a small buffer usually does; a longer value is
     /// measured and read again (it may change in between: then again).
-    private static func value(_ fd: Int32, _ name: String) throws(Errno) -> [UInt8]? {
+    private static func value(_ fd: FileDescriptor, _ name: String) throws(Errno) -> [UInt8]? {
         var capacity = 64
         while true {
             var buffer = [UInt8](repeating: 0, count: capacity)

@@ -76,10 +76,10 @@ public enum ContainerRestore {
     ///   before it is moved into place, with the staging folder's path: the
     ///   moment a swap of the staging folder or the target would redirect a
     ///   restore that worked by path.
-    public static func restore(_ input: Int32, opening: TarArchive.Opening, expected: Int64?,
+    public static func restore(_ input: FileDescriptor, opening: TarArchive.Opening, expected: Int64?,
                                into target: String, layout: ContainerLayout, mode: Mode,
                                privileges: ArchivePrivileges? = nil,
-                               layOut: (_ root: Int32, _ path: String) throws -> Void,
+                               layOut: (_ root: FileDescriptor, _ path: String) throws -> Void,
                                progress: (TarArchive.Progress) -> Void = { _ in },
                                beforePlacing: (String) -> Void = { _ in }) throws(Failure) -> Outcome {
         let (parentPath, name) = split(target)
@@ -166,7 +166,7 @@ public enum ContainerRestore {
                 let suffix = String((0..<6).map { _ in "abcdefghijklmnopqrstuvwxyz0123456789".randomElement()! })
                 let candidate = Array(".\(target).restore-\(suffix)".utf8)
                 do {
-                    try candidate.withCName { (cName) throws(Errno) in _ = try retrying { mkdirat(parent.fd, cName, 0o700) } }
+                    try candidate.withCName { (cName) throws(Errno) in _ = try check { mkdirat(parent.fd.rawValue, cName, 0o700) } }
                 } catch .fileExists {
                     continue
                 } catch {
@@ -189,7 +189,7 @@ public enum ContainerRestore {
             self.folder = folder
             path = parentPath + "/" + name.displayText + "/container"
             do {
-                try Self.containerName.withCName { (cName) throws(Errno) in _ = try retrying { mkdirat(folder.fd, cName, 0o700) } }
+                try Self.containerName.withCName { (cName) throws(Errno) in _ = try check { mkdirat(folder.fd.rawValue, cName, 0o700) } }
                 container = try folder.folder(Self.containerName)
             } catch {
                 _ = Self.removeIfOurs(name, folder, in: parent)
@@ -266,11 +266,11 @@ public enum ContainerRestore {
         // A container folder is as `mkdir` makes it.
         let mask = umask(0)
         umask(mask)
-        fchmod(staging.container.fd, 0o777 & ~mask)
+        fchmod(staging.container.fd.rawValue, 0o777 & ~mask)
         do {
             try Staging.containerName.withCName { (from) throws(Errno) in
                 try Array(name.utf8).withCName { (to) throws(Errno) in
-                    _ = try retrying { renameat(staging.folder.fd, from, parent.fd, to) }
+                    _ = try check { renameat(staging.folder.fd.rawValue, from, parent.fd.rawValue, to) }
                 }
             }
         } catch {
@@ -284,12 +284,12 @@ public enum ContainerRestore {
     static func exchange(_ staging: Staging, _ old: OpenFolder, in parent: OpenFolder, name: String, target: String,
                          bundle: String?) throws(Failure) {
         let new = staging.container
-        fchmod(new.fd, old.status.st_mode & 0o7777)
-        _ = fchown(new.fd, old.status.st_uid, old.status.st_gid)
+        fchmod(new.fd.rawValue, old.status.st_mode & 0o7777)
+        _ = fchown(new.fd.rawValue, old.status.st_uid, old.status.st_gid)
         let rawName = Array(name.utf8)
         func rename(_ from: OpenFolder, _ fromName: RawName, _ to: OpenFolder, _ toName: RawName, flags: UInt32 = 0) throws(Errno) {
             try fromName.withCName { (a) throws(Errno) in
-                try toName.withCName { (b) throws(Errno) in _ = try retrying { asfs_renameat2(from.fd, a, to.fd, b, flags) } }
+                try toName.withCName { (b) throws(Errno) in _ = try check { asfs_renameat2(from.fd.rawValue, a, to.fd.rawValue, b, flags) } }
             }
         }
         if let bundle {

@@ -33,44 +33,44 @@ func displayPath(_ components: [RawName]) -> String {
 /// symbolic link (rule E3), so a walk that starts at the backing root can
 /// never leave it. The descriptor closes with the value.
 final class OpenFolder {
-    let fd: Int32
+    let fd: FileDescriptor
     /// The folder's own lstat.
     let status: stat
 
-    private init(fd: Int32) throws(Errno) {
+    private init(fd: FileDescriptor) throws(Errno) {
         self.fd = fd
         do {
             status = try Backing.stat(fd)
         } catch {
-            Glibc.close(fd)
+            Backing.close(fd)
             throw error
         }
     }
 
-    deinit { Glibc.close(fd) }
+    deinit { Backing.close(fd) }
 
     /// Opens the folder at an absolute path: the root of a walk. The path
     /// itself may go through symbolic links (the user named it); nothing
     /// below it will.
     static func root(_ path: String) throws(Errno) -> OpenFolder {
-        let fd = try retrying { open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
-        return try OpenFolder(fd: fd)
+        let fd = try check { open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        return try OpenFolder(fd: FileDescriptor(rawValue: fd))
     }
 
     /// Opens the folder `name` inside this one; ENOTDIR or ELOOP when it is
     /// not a folder (a symbolic link to one included).
     func folder(_ name: RawName) throws(Errno) -> OpenFolder {
         let fd = try name.withCName { (cName) throws(Errno) in
-            try retrying { openat(self.fd, cName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+            try check { openat(self.fd.rawValue, cName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
         }
-        return try OpenFolder(fd: fd)
+        return try OpenFolder(fd: FileDescriptor(rawValue: fd))
     }
 
     /// The names in the folder, without "." and "..", sorted byte by byte so
     /// that every walk of the same tree visits it in the same order.
     func names() throws(Errno) -> [RawName] {
         // A duplicate for the stream: closedir closes it, not `fd`.
-        let copy = try retrying { openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        let copy = try check { openat(fd.rawValue, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         guard let stream = fdopendir(copy) else {
             let code = errno
             Glibc.close(copy)
@@ -119,7 +119,7 @@ final class OpenFolder {
 
     /// chmod of `name` in this folder (a folder: never a link).
     func setMode(of name: RawName, _ mode: mode_t) throws(Errno) {
-        _ = try name.withCName { (cName) throws(Errno) in try retrying { fchmodat(fd, cName, mode, 0) } }
+        _ = try name.withCName { (cName) throws(Errno) in try check { fchmodat(fd.rawValue, cName, mode, 0) } }
     }
 }
 
@@ -139,14 +139,5 @@ public enum EntryKind: String, Sendable, Hashable, Codable {
         case S_IFSOCK: self = .socket
         default: self = .other
         }
-    }
-}
-
-/// Runs a call that returns -1 and sets errno on failure, retrying on EINTR.
-func retrying<Result: BinaryInteger>(_ call: () -> Result) throws(Errno) -> Result {
-    while true {
-        let result = call()
-        if result != -1 { return result }
-        if errno != EINTR { throw Errno(rawValue: errno) }
     }
 }

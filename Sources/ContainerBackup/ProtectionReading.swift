@@ -13,7 +13,7 @@ public struct ProtectionReading: Sendable, Hashable {
     public var explicit: Bool
 
     /// The class stored on the file `fd` holds, if any.
-    static func stored(_ fd: Int32) -> ProtectionReading? {
+    static func stored(_ fd: FileDescriptor) -> ProtectionReading? {
         if let value = ProtectionXattrs.stored(fd, ProtectionXattrs.explicitName),
            let protection = ProtectionClass(attributeValue: value) {
             return ProtectionReading(protection: protection, explicit: true)
@@ -26,14 +26,14 @@ public struct ProtectionReading: Sendable, Hashable {
     }
 
     /// The container's default class (P4), stored on the backing root.
-    static func containerDefault(_ rootFD: Int32) -> ProtectionClass {
+    static func containerDefault(_ rootFD: FileDescriptor) -> ProtectionClass {
         guard let value = ProtectionXattrs.stored(rootFD, ProtectionXattrs.containerDefaultName),
               let protection = ProtectionClass(attributeValue: value) else { return .containerDefault }
         return protection
     }
 
     /// The class of `name` (of `kind`) in `folder`.
-    static func of(_ name: RawName, kind: EntryKind, zone: Zone, in folder: Int32, default: ProtectionClass) -> ProtectionReading {
+    static func of(_ name: RawName, kind: EntryKind, zone: Zone, in folder: FileDescriptor, default: ProtectionClass) -> ProtectionReading {
         if zone == .bundle || zone == .bundleFolder { return ProtectionReading(protection: .none, explicit: false) }
         let fallback = ProtectionReading(protection: `default`, explicit: false)
         guard kind == .file || kind == .folder,

@@ -1,3 +1,4 @@
+import BackingStore
 import Glibc
 import Spawning
 import SystemPackage
@@ -42,7 +43,7 @@ struct Subprocess {
 func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws(Errno) {
     var done = 0
     while done < bytes.count {
-        let count = try retrying { write(fd, bytes.baseAddress! + done, bytes.count - done) }
+        let count = try check { write(fd, bytes.baseAddress! + done, bytes.count - done) }
         done += count
     }
 }

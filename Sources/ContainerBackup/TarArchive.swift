@@ -1,3 +1,4 @@
+import BackingStore
 import Glibc
 import SystemPackage
 
@@ -40,7 +41,7 @@ public enum TarArchive {
     /// file changed while it was read (exit status 1: the archive is complete
     /// but that file may be inconsistent).
     public static func create(root: String, members: [RawName], memberSizes: [Int64], appName: String,
-                              defaultProtection: String? = nil, to output: Int32, progress: (Progress) -> Void = { _ in }) throws(Failure) -> Bool {
+                              defaultProtection: String? = nil, to output: FileDescriptor, progress: (Progress) -> Void = { _ in }) throws(Failure) -> Bool {
         // A reader of a piped archive may go away: writing must then fail
         // with EPIPE rather than end this process.
         signal(SIGPIPE, SIG_IGN)
@@ -58,7 +59,7 @@ public enum TarArchive {
         do {
             let header = PaxGlobalHeader.encode([(PaxGlobalHeader.appNameKeyword, appName)]
                 + (defaultProtection.map { [(PaxGlobalHeader.defaultProtectionKeyword, $0)] } ?? []))
-            try writeAll(output, header)
+            try writeAll(output.rawValue, header)
             written += Int64(header.count)
         } catch {
             throw Failure("cannot write the archive: \(error)")
@@ -81,7 +82,7 @@ public enum TarArchive {
             if count <= 0 { break }
             do {
                 try buffer.withUnsafeBytes { raw in
-                    Result { () throws(Errno) in try writeAll(output, UnsafeRawBufferPointer(rebasing: raw[0..<count])) }
+                    Result { () throws(Errno) in try writeAll(output.rawValue, UnsafeRawBufferPointer(rebasing: raw[0..<count])) }
                 }.get()
             } catch {
                 writeError = error
@@ -118,7 +119,7 @@ public enum TarArchive {
         }
         do {
             try writeAll(fd, bytes)
-            _ = try retrying { lseek(fd, 0, SEEK_SET) }
+            _ = try check { lseek(fd, 0, SEEK_SET) }
         } catch {
             Glibc.close(fd)
             throw Failure("cannot write the member list: \(error)")
@@ -139,7 +140,7 @@ public enum TarArchive {
     }
 
     /// Reads the start of an archive for its global header.
-    public static func open(_ input: Int32) throws(Failure) -> Opening {
+    public static func open(_ input: FileDescriptor) throws(Failure) -> Opening {
         var bytes = try readUpTo(input, PaxGlobalHeader.blockSize)
         if let length = PaxGlobalHeader.headerLength(firstBlock: bytes), length > bytes.count {
             bytes += try readUpTo(input, length - bytes.count)
@@ -147,11 +148,11 @@ public enum TarArchive {
         return Opening(bytes: bytes, records: PaxGlobalHeader.decode(bytes))
     }
 
-    static func readUpTo(_ fd: Int32, _ count: Int) throws(Failure) -> [UInt8] {
+    static func readUpTo(_ fd: FileDescriptor, _ count: Int) throws(Failure) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: count)
         var done = 0
         while done < count {
-            let n = bytes.withUnsafeMutableBytes { raw in read(fd, raw.baseAddress! + done, count - done) }
+            let n = bytes.withUnsafeMutableBytes { raw in read(fd.rawValue, raw.baseAddress! + done, count - done) }
             if n < 0 && errno == EINTR { continue }
             if n < 0 { throw Failure("cannot read the archive: \(Errno(rawValue: errno))") }
             if n == 0 { break }
@@ -167,8 +168,8 @@ public enum TarArchive {
     /// modification times and extended attributes are restored.
     /// `descriptor`, if given, is tar's descriptor 3 (then `directory` may
     /// be /proc/self/fd/3: tar works in the very folder the caller opened).
-    public static func extract(_ input: Int32, opening: Opening, expected: Int64?, into directory: String,
-                               descriptor: Int32? = nil,
+    public static func extract(_ input: FileDescriptor, opening: Opening, expected: Int64?, into directory: String,
+                               descriptor: FileDescriptor? = nil,
                                excluded: [String], progress: (Progress) -> Void = { _ in }) throws(Failure) {
         var arguments = [
             "tar", "--extract", "--file=-", "--directory=\(directory)",
@@ -184,7 +185,7 @@ public enum TarArchive {
         defer { messages.close() }
         let tar: Subprocess
         do {
-            tar = try Subprocess.start(arguments, pipe: .stdin, environment: environment, descriptor3: descriptor,
+            tar = try Subprocess.start(arguments, pipe: .stdin, environment: environment, descriptor3: descriptor?.rawValue,
                                        standardError: messages.childDescriptor)
         } catch {
             throw Failure("cannot run GNU tar: \(error)")
@@ -196,7 +197,7 @@ public enum TarArchive {
             sent += Int64(opening.bytes.count)
             var buffer = [UInt8](repeating: 0, count: chunk)
             while true {
-                let count = buffer.withUnsafeMutableBytes { raw in read(input, raw.baseAddress, raw.count) }
+                let count = buffer.withUnsafeMutableBytes { raw in read(input.rawValue, raw.baseAddress, raw.count) }
                 if count < 0 && errno == EINTR { continue }
                 if count < 0 { failure = "cannot read the archive: \(Errno(rawValue: errno))"; break }
                 if count == 0 { break }

@@ -1,3 +1,4 @@
+import BackingStore
 import CLinux
 import Glibc
 import SystemPackage
@@ -61,7 +62,7 @@ enum UntrustedArchive {
         var dropped = DroppedPrivileges()
         // The root itself: the archive's "." member may have set its mode
         // and attributes; its owner and mode are set when it is put in place.
-        try clean(root.fd, ".", name: [0x2E], status: root.status, owner: nil, into: &dropped)
+        try clean(root.fd.rawValue, ".", name: [0x2E], status: root.status, owner: nil, into: &dropped)
         try walk(root, prefix: [], owner: owner, group: group, into: &dropped)
         return dropped
     }
@@ -84,7 +85,7 @@ enum UntrustedArchive {
             default:
                 break
             }
-            try clean(folder.fd, path, name: name, status: status, owner: (owner, group), into: &dropped)
+            try clean(folder.fd.rawValue, path, name: name, status: status, owner: (owner, group), into: &dropped)
             if status.st_mode & S_IFMT == S_IFDIR {
                 try walk(try folder.folder(name), prefix: prefix + [name], owner: owner, group: group, into: &dropped)
             }
@@ -123,13 +124,13 @@ enum UntrustedArchive {
         let isLink = status.st_mode & S_IFMT == S_IFLNK
         if !isLink && status.st_mode & (S_ISUID | S_ISGID) != 0 {
             try name.withCName { (cName) throws(Errno) in
-                _ = try retrying { fchmodat(folder, cName, status.st_mode & 0o7777 & ~(S_ISUID | S_ISGID), 0) }
+                _ = try check { fchmodat(folder, cName, status.st_mode & 0o7777 & ~(S_ISUID | S_ISGID), 0) }
             }
             dropped.add(.setID, path)
         }
         if let owner, status.st_uid != owner.uid || status.st_gid != owner.gid {
             try name.withCName { (cName) throws(Errno) in
-                _ = try retrying { fchownat(folder, cName, owner.uid, owner.gid, AT_SYMLINK_NOFOLLOW) }
+                _ = try check { fchownat(folder, cName, owner.uid, owner.gid, AT_SYMLINK_NOFOLLOW) }
             }
             dropped.add(.foreignOwners, path)
         }

@@ -2,6 +2,7 @@ import CFuse
 import Glibc
 import Locking
 import Synchronization
+import SystemPackage
 
 /// FUSE passthrough: the kernel reads and writes an open file's backing file
 /// itself, without a READ or WRITE request per call.
@@ -79,7 +80,7 @@ final class PassthroughChannel: Sendable {
     /// runs outside the lock (other opens and releases go on meanwhile);
     /// when two opens of one node register at once, the first to come back
     /// keeps its id and the other closes its own and shares it.
-    func acquire(node: UInt64, handle: UInt64, descriptor: Int32) -> Int32? {
+    func acquire(node: UInt64, handle: UInt64, descriptor: FileDescriptor) -> Int32? {
         guard granted else { return nil }
         let key = HandleKey(node: node, handle: handle)
         let known: Int32?? = state.withLock { state in
@@ -92,7 +93,7 @@ final class PassthroughChannel: Sendable {
         }
         if let known { return known }
         let device = state.withLock { $0.device }
-        let registered = cfuse_backing_open(device, descriptor)
+        let registered = cfuse_backing_open(device, descriptor.rawValue)
         let (id, unused): (Int32?, Int32?) = state.withLock { state in
             guard registered > 0 else {
                 state.refused = true

@@ -168,8 +168,8 @@ public struct ReplyData: ~Copyable {
         discard self
     }
     /// Up to `size` bytes of `descriptor` from `offset`; fewer at end of file.
-    public consuming func fromDescriptor(_ descriptor: Int32, offset: off_t, size: Int, splice: Bool = false) {
-        var vector = cfuse_bufvec_fd(descriptor, size, offset)
+    public consuming func fromDescriptor(_ descriptor: FileDescriptor, offset: off_t, size: Int, splice: Bool = false) {
+        var vector = cfuse_bufvec_fd(descriptor.rawValue, size, offset)
         let flags = splice ? FUSE_BUF_SPLICE_MOVE : FUSE_BUF_NO_SPLICE
         fuse_reply_data(request, &vector, flags)
         discard self

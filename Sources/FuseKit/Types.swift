@@ -90,9 +90,9 @@ public struct OpenOptions: Sendable, Hashable {
     /// allowed to register files), the kernel reads and writes that file
     /// itself and this handle sees no read or write requests. It must stay
     /// open until the handle's release. Regular files only.
-    public var backingDescriptor: Int32?
+    public var backingDescriptor: FileDescriptor?
     public init(directIO: Bool = false, keepCache: Bool = false, cacheDirectory: Bool = false,
-                noFlush: Bool = false, backingDescriptor: Int32? = nil) {
+                noFlush: Bool = false, backingDescriptor: FileDescriptor? = nil) {
         self.directIO = directIO
         self.keepCache = keepCache
         self.cacheDirectory = cacheDirectory

@@ -1,6 +1,7 @@
 import ArgumentParser
 import ContainerBackup
 import Glibc
+import SystemPackage
 
 struct BackupCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -74,7 +75,7 @@ struct BackupCommand: ParsableCommand {
         do {
             changed = try TarArchive.create(root: argument.backing, members: scan.members, memberSizes: scan.memberSizes,
                                             appName: layout.appName, defaultProtection: scan.report.protection.defaultClass,
-                                            to: output) { progress?.update($0) }
+                                            to: FileDescriptor(rawValue: output)) { progress?.update($0) }
         } catch {
             progress?.finish()
             throw Failure("\(archivePath): \(error)")

@@ -4,6 +4,7 @@ import ContainerBackup
 import Glibc
 import MountInfo
 import SandboxPolicy
+import SystemPackage
 
 struct RestoreCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -87,7 +88,7 @@ struct RestoreCommand: ParsableCommand {
         }
         defer { if input != STDIN_FILENO { close(input) } }
         let opening: TarArchive.Opening
-        do { opening = try TarArchive.open(input) } catch { throw Failure("\(archive): \(error)") }
+        do { opening = try TarArchive.open(FileDescriptor(rawValue: input)) } catch { throw Failure("\(archive): \(error)") }
 
         guard let name = appName ?? existingApp ?? opening.appName else {
             throw Failure("\(archive): the archive does not name its app: give --app-name")
@@ -109,7 +110,7 @@ struct RestoreCommand: ParsableCommand {
         let outcome: ContainerRestore.Outcome
         do {
             outcome = try ContainerRestore.restore(
-                input, opening: opening, expected: size, into: target, layout: layout, mode: mode,
+                FileDescriptor(rawValue: input), opening: opening, expected: size, into: target, layout: layout, mode: mode,
                 privileges: preservePrivileges ? .preserve : nil,
                 layOut: { root, path in
                     try Container.layOut(in: root, path: path, layout: layout, bundleFrom: bundle, withBundle: !keepBundle)

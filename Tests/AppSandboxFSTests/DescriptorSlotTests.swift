@@ -17,7 +17,7 @@ struct DescriptorSlotTests {
         return try f.lookup(name, in: f.table.root)
     }
 
-    func isOpen(_ fd: Int32) -> Bool { fcntl(fd, F_GETFD) != -1 }
+    func isOpen(_ fd: FileDescriptor) -> Bool { fcntl(fd.rawValue, F_GETFD) != -1 }
 
     @Test("A pinned descriptor is never evicted; an unpinned one gets a second chance, then goes")
     func clockSkipsPinned() throws {
@@ -30,7 +30,7 @@ struct DescriptorSlotTests {
         #expect(node.evict() == nil, "no second chance: the referenced bit was set by the pin")
         let fd = try #require(node.evict(), "not evicted after its second chance")
         #expect(node.pinIfOpen() == nil, "a slot without a descriptor pinned one")
-        close(fd)
+        Backing.close(fd)
         // The slow path opens it again from the handle.
         let reopened = try node.borrow()
         #expect(!reopened.owned && isOpen(reopened.fd))
@@ -52,7 +52,7 @@ struct DescriptorSlotTests {
         // A retired slot takes no new descriptor.
         let fd = try Backing.openRoot(f.path)
         #expect(!node.install(fd, pinned: false))
-        close(fd)
+        Backing.close(fd)
     }
 
     @Test("The cache keeps at most its capacity of descriptors open")

@@ -1,6 +1,7 @@
 import ContainerBackup
 import Glibc
 import SandboxPolicy
+import SystemPackage
 import Testing
 
 @Suite("Backup archives, on backing directories: K3")
@@ -82,7 +83,7 @@ struct BackupArchiveUnitTests {
         let output = open(archivePath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         #expect(output >= 0)
         let changed = try TarArchive.create(root: c.root, members: scan.members, memberSizes: scan.memberSizes,
-                                            appName: "Demo", to: output)
+                                            appName: "Demo", to: FileDescriptor(rawValue: output))
         close(output)
         #expect(!changed)
         let listing = run(["tar", "--quoting-style=escape", "-tf", archivePath])
@@ -96,10 +97,10 @@ struct BackupArchiveUnitTests {
         defer { _ = run(["rm", "-rf", "--", restored]) }
         let input = open(archivePath, O_RDONLY | O_CLOEXEC)
         defer { close(input) }
-        let opening = try TarArchive.open(input)
+        let opening = try TarArchive.open(FileDescriptor(rawValue: input))
         #expect(opening.appName == "Demo")
         let outcome = try ContainerRestore.restore(
-            input, opening: opening, expected: nil, into: restored, layout: c.layout, mode: .create,
+            FileDescriptor(rawValue: input), opening: opening, expected: nil, into: restored, layout: c.layout, mode: .create,
             layOut: { _, staging in
                 for folder in ["Demo.app"] + ContainerLayout.requiredFolders {
                     guard mkdir(staging + "/" + folder, 0o755) == 0 else { throw TestFailure("mkdir \(folder)") }

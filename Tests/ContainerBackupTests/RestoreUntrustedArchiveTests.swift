@@ -8,6 +8,7 @@
 import ContainerBackup
 import Glibc
 import SandboxPolicy
+import SystemPackage
 import Testing
 
 @Suite("K3 restore: an archive is untrusted input")
@@ -45,9 +46,9 @@ struct RestoreUntrustedArchiveTests {
         let input = open(archive, O_RDONLY | O_CLOEXEC)
         guard input >= 0 else { throw TestFailure("open \(archive)") }
         defer { close(input) }
-        let opening = try TarArchive.open(input)
+        let opening = try TarArchive.open(FileDescriptor(rawValue: input))
         return try ContainerRestore.restore(
-            input, opening: opening, expected: nil, into: target, layout: ContainerLayout(appName: "Demo"), mode: mode,
+            FileDescriptor(rawValue: input), opening: opening, expected: nil, into: target, layout: ContainerLayout(appName: "Demo"), mode: mode,
             privileges: privileges,
             layOut: { _, staging in
                 for folder in ["Demo.app"] + ContainerLayout.requiredFolders {
