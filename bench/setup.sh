@@ -28,7 +28,8 @@ fi
 # Drivers.
 mkdir -p "$out"
 echo "Building appsandboxfs (release)..." >&2
-(cd "$repo" && swift build -c release --product appsandboxfs --scratch-path .build-bench >&2)
+# As setup.sh installs it: the Swift runtime linked statically.
+(cd "$repo" && swift build -c release --static-swift-stdlib --product appsandboxfs --scratch-path .build-bench >&2)
 appsandboxfs="$repo/.build-bench/release/appsandboxfs"
 
 examples=/usr/share/doc/libfuse3-dev/examples

@@ -58,8 +58,13 @@ fi
 
 # The build names its commit (appsandboxfs --version), for a release build;
 # a debug build shares its flags with `swift build --build-tests`.
+# A release build links the Swift runtime and Foundation statically: every
+# verb starts in about half the time (5.6 ms against 10.1 ms for
+# `appsandboxfs --version`, and `mount` starts two processes), for a larger
+# file (about 80 MB) that needs no Swift installation to run.
 flags=(-c "$configuration")
 if [ "$configuration" = release ]; then
+    flags+=(--static-swift-stdlib)
     commit=$(git describe --always --dirty 2>/dev/null || true)
     [ -z "$commit" ] || flags+=(-Xcc "-DAPPSANDBOXFS_COMMIT=\"$commit\"")
 fi
