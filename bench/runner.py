@@ -555,8 +555,19 @@ class AppSandboxFSCapacity(AppSandboxFS):
         return [*self.tools["appsandboxfs_args"], "--capacity", "1T"]
 
 
+class AppSandboxFSNoPassthrough(AppSandboxFS):
+    """appsandboxfs with `--no-passthrough`: every read and write a FUSE
+    request. Beside appsandboxfs_capacity (which has no passthrough either)
+    it separates the cost of counting from the cost of losing passthrough."""
+    name = "appsandboxfs_nopassthrough"
+
+    def mount_args(self):
+        return [*self.tools["appsandboxfs_args"], "--no-passthrough"]
+
+
 SYSTEMS = {cls.name: cls for cls in (Native, PassthroughLL, Bindfs, AppSandboxFS, AppSandboxFSUring,
-                                    AppSandboxFSCapacity, AppSandboxFSComplete, AppSandboxFSBefore)}
+                                    AppSandboxFSCapacity, AppSandboxFSComplete, AppSandboxFSNoPassthrough,
+                                    AppSandboxFSBefore)}
 # What runs without --only: appsandboxfs_uring needs Linux 6.14 and is an option.
 DEFAULT_SYSTEMS = ["native", "passthrough_ll", "bindfs", "appsandboxfs", "appsandboxfs_capacity"]
 

@@ -46,9 +46,10 @@ final class NodeTable: Sendable {
 
     /// The file system is gone, and with it every request: the kernel's
     /// references end with the connection. Give back the retain each node
-    /// the kernel still held had, and cut the tree's parent/child links,
-    /// which form a cycle per folder, so that every node is freed (and
-    /// LeakSanitizer sees only real leaks).
+    /// the kernel still held had, and cut the two kinds of cycles nodes are
+    /// in (a folder and its children; the descriptor cache's ring and the
+    /// nodes in it, which point back at the cache), so that every node is
+    /// freed (and LeakSanitizer sees only real leaks).
     deinit {
         var all: [Node] = []
         var seen = Set<ObjectIdentifier>()
@@ -65,7 +66,11 @@ final class NodeTable: Sendable {
         for node in all {
             node.children = [:]
             node.parent = nil
-            if node !== root, node.lookups.exchange(0, ordering: .relaxed) > 0 {
+            // The root's descriptor is the container's (tmp is emptied
+            // through it): it stays open.
+            guard node !== root else { continue }
+            cache.retire(node)
+            if node.lookups.exchange(0, ordering: .relaxed) > 0 {
                 Unmanaged.passUnretained(node).release()
             }
         }
