@@ -158,7 +158,7 @@ struct PassthroughTests {
     }
     /// Writes `count` 4 KiB blocks to a new file through one handle and
     /// returns the GETXATTR and WRITE requests the driver saw meanwhile.
-    static func requestsFor4kWrites(_ count: Int, extraArguments: [String]) throws -> (getxattr: Int, write: Int) {
+    static func requestsFor4kWrites(_ count: Int, extraArguments: [String]) throws -> (getxattr: Int, write: Int, diagnostic: String) {
         try withMountedContainer(extraArguments: ["--debug"] + extraArguments) { mounted in
             let path = try mounted.scratch() + "/blocks.bin"
             let fd = open(path, O_WRONLY | O_CREAT, 0o644)
@@ -168,9 +168,16 @@ struct PassthroughTests {
             for index in 0..<count {
                 #expect(block.withUnsafeBytes { pwrite(fd, $0.baseAddress, 4096, off_t(index * 4096)) } == 4096)
             }
-            let log = String(mounted.stderrText().dropFirst(before))
+            let whole = mounted.stderrText()
+            let log = String(whole.dropFirst(before))
             close(fd)
-            return (Self.requests("GETXATTR", in: log), Self.requests("WRITE", in: log))
+            // For the intermittent case below: was passthrough granted at
+            // INIT, and what did the create's reply say?
+            let lines = whole.split(separator: "\n")
+            let start = lines.filter { $0.contains("passthrough") }.prefix(3)
+            let create = lines.firstIndex { $0.contains("CREATE") }.map { lines[$0..<min($0 + 4, lines.count)] } ?? []
+            let diagnostic = (start + ["..."] + create).joined(separator: "\n")
+            return (Self.requests("GETXATTR", in: log), Self.requests("WRITE", in: log), diagnostic)
         }
     }
 
@@ -181,7 +188,7 @@ struct PassthroughTests {
         // through the driver (no passthrough for that open), with either
         // setting; never alone. Not understood yet: kept visible, not hidden.
         withKnownIssue("intermittent: the open was not given passthrough", isIntermittent: true) {
-            #expect(counts.write == 0)
+            #expect(counts.write == 0, "the driver's log: \(counts.diagnostic)")
         }
         #expect(counts.getxattr <= 2)
     }
@@ -190,7 +197,7 @@ struct PassthroughTests {
     func privilegeCheckPerWriteWithoutV2() throws {
         let counts = try Self.requestsFor4kWrites(256, extraArguments: ["--no-killpriv-v2"])
         withKnownIssue("intermittent: the open was not given passthrough", isIntermittent: true) {
-            #expect(counts.write == 0)
+            #expect(counts.write == 0, "the driver's log: \(counts.diagnostic)")
             #expect(counts.getxattr >= 256)
         }
     }
