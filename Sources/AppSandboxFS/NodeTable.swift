@@ -228,7 +228,8 @@ final class NodeTable: Sendable {
                 node.name = name
             }
         }
-        if parent.children[name] !== node { parent.children[name] = node }
+        // One hash of the name, whether it is new or there already.
+        parent.children.updateValue(node, forKey: name)
     }
 
     /// The kernel's view of a rename that succeeded: the node at `name` in
