@@ -85,9 +85,12 @@ public final class SandboxFileSystem: FileSystemOperations {
         // out of the backing root.
         want.remove(.exportSupport)
         want.insert([.readdirPlus, .readdirPlusAuto, .parallelDirOps, .asyncRead, .atomicOTrunc])
-        // A symbolic link's target never changes (a new link is a new inode,
-        // hence a new node): the kernel may keep it in its page cache.
-        want.insert(.cacheSymlinks)
+        // Never FUSE_CACHE_SYMLINKS: a link's text never changes, but whether
+        // it stays inside does (E2). `d/../..` read once while `d` is a
+        // folder would climb out of the mount, served from the kernel's
+        // cache, once `d` becomes a link to `.`; every use must reach
+        // readlink, which judges the target on the tree as it is now.
+        want.remove(.cacheSymlinks)
         // Locks stay in the kernel: with neither flag set it keeps POSIX and
         // flock locks itself, which is exact for a single mount.
         want.remove([.posixLocks, .flockLocks])

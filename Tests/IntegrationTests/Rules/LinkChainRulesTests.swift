@@ -33,6 +33,29 @@ struct LinkChainRulesTests {
         }
     }
 
+    @Test("E2 a link read once while it stays inside, then a folder on its way swapped for a link to '.': the next use is checked again, not served from the kernel's cache")
+    func swappedFolderAfterARead() throws {
+        try withRulesContainer(prepare: { backing in
+            try makeDirectory(backing + "/Documents/s", mode: 0o777)
+        }) { m in
+            let s = m.documents + "/s"
+            // With six real folders, esc climbs no higher than the
+            // container's root: it is allowed, and reading it once makes the
+            // kernel ask for its target (ENOENT: the container has no etc).
+            let made = runProcess(["sh", "-c", "mkdir -p d/d/d/d/d/d && ln -s d/d/d/d/d/d/../../../../../../../../etc/passwd esc && cat esc"],
+                                  asUser: 65534, cwd: s)
+            #expect(made.stderr.contains("No such file or directory"), "\(made)")
+            #expect(RulesSys.lstat(s + "/esc").isFailure == false, "esc was not made: \(made)")
+            // Now `d` leads back to s, and the same text climbs out of the
+            // mount: every later use must be judged on the tree as it is.
+            let swapped = runProcess(["sh", "-c", "mv d dreal && ln -s . d && head -1 esc"], asUser: 65534, cwd: s)
+            #expect(!swapped.stdout.contains("root:"), "read /etc/passwd through the mount: \(swapped)")
+            #expect(swapped.status != 0 && swapped.stderr.contains("Operation not permitted"), "\(swapped)")
+            #expect(m.parsedDenials().contains { $0.operation == "file-read-data" && $0.path == s + "/esc" },
+                    "no E2 denial line for \(s)/esc:\n\(m.denialLines().joined(separator: "\n"))")
+        }
+    }
+
     @Test("E1 a '..' after a real folder, or after a link that stays inside, still works")
     func insideChainsWork() throws {
         try withRulesContainer(prepare: { backing in

@@ -144,6 +144,15 @@ func rulesStatfs(_ path: String) -> Int32 {
     return statvfs(path, &buffer) == 0 ? 0 : errno
 }
 
+/// Whether statfs says the mount's driver is gone (rule L2): ENOTCONN once
+/// the kernel has aborted the connection, ECONNABORTED for a request that
+/// was in flight when it did (seen in CI with a slow, sanitized driver long
+/// after the kill). `MountTable.probe` counts both as stale too.
+func rulesIsStale(_ path: String) -> Bool {
+    let error = rulesStatfs(path)
+    return error == ENOTCONN || error == ECONNABORTED
+}
+
 /// stat(2), out of reach of `RulesSys.stat`'s name.
 private func rulesStatFollowing(_ path: String, _ st: inout Glibc.stat) -> Int32 { stat(path, &st) }
 
