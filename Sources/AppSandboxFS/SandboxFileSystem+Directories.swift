@@ -15,8 +15,11 @@ extension SandboxFileSystem {
                 reply.error(Errno(rawValue: code))
                 return
             }
-            let handle = UInt64(UInt(bitPattern: Unmanaged.passRetained(stream).toOpaque()))
-            reply.opened(FileHandle(rawValue: handle))
+            let retained = Unmanaged.passRetained(stream)
+            let handle = UInt64(UInt(bitPattern: retained.toOpaque()))
+            // No releasedir comes for a handle the kernel did not take (the
+            // caller was interrupted): the stream and its descriptor go now.
+            if !reply.opened(FileHandle(rawValue: handle)) { retained.release() }
         } catch {
             reply.error(error)
         }
