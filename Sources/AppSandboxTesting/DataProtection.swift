@@ -111,6 +111,7 @@ extension MountedContainer {
     }
 }
 
+#if os(Linux)
 /// The xattr calls, which Swift's Glibc module does not show.
 private enum XattrCalls {
     typealias CPath = UnsafePointer<CChar>
@@ -124,3 +125,19 @@ private enum XattrCalls {
         return unsafeBitCast(symbol, to: type)
     }
 }
+#else
+/// Elsewhere nothing is ever mounted (`MountedContainer.mount` throws), so
+/// these are never reached; they fail as Linux's would on a path that is not
+/// in a container, and do not reach for Linux's C signatures (Darwin's
+/// getxattr and setxattr take a position and options).
+private enum XattrCalls {
+    static func setxattr(_ path: String, _ name: String, _ value: [UInt8], _ size: Int, _ flags: Int32) -> Int32 {
+        errno = ENOTSUP
+        return -1
+    }
+    static func getxattr(_ path: String, _ name: String, _ value: UnsafeMutableRawPointer?, _ size: Int) -> Int {
+        errno = ENOTSUP
+        return -1
+    }
+}
+#endif
