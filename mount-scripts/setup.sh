@@ -5,6 +5,9 @@
 #
 #   bash mount-scripts/setup.sh             release build, installed (copied)
 #   bash mount-scripts/setup.sh --debug     debug build, installed (test.sh: the tests build debug anyway)
+#   bash mount-scripts/setup.sh install [--binary FILE]
+#                                           the install step alone: no packages, no build; installs the
+#                                           release build already made (or FILE, e.g. .build/debug/appsandboxfs)
 #   bash mount-scripts/setup.sh uninstall   remove what it installed (the packages stay)
 #
 # What it installs (APPSANDBOXFS_INSTALL=no skips this; needs root or sudo).
@@ -13,27 +16,68 @@
 #   /sbin/mount.fuse.appsandboxfs        the helper for `mount -t fuse.appsandboxfs` and fstab
 #   /usr/local/share/man/man1/appsandboxfs.1
 #   bash, zsh and fish completions under /usr/local/share
+# DESTDIR=DIR puts each of these under DIR instead (DIR/usr/local/bin/...,
+# DIR/sbin/...), as `make install DESTDIR=DIR` does, for install and
+# uninstall alike: a staged install, for a package or a test; it needs no
+# root when DIR is yours, and touches nothing outside DIR.
 # /etc/fuse.conf is left alone: root needs nothing there. Other users who
 # mount need `user_allow_other` in it (the driver mounts with allow_other);
 # APPSANDBOXFS_USER_ALLOW_OTHER=yes adds that line, and says so.
 set -euo pipefail
+caller=$PWD
+# A path as given on the command line (relative to where setup.sh was run).
+absolute() { case $1 in /*) echo "$1" ;; *) echo "$caller/$1" ;; esac; }
 cd "$(dirname "$0")/.."
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+destdir=${DESTDIR:-}
+[ -z "$destdir" ] || destdir=$(absolute "${destdir%/}")
+# For the copies: no sudo under a DESTDIR (make it yours).
+install_sudo=$SUDO; [ -z "$destdir" ] || install_sudo=""
 
-installed=(/usr/local/bin/appsandboxfs /sbin/mount.fuse.appsandboxfs /usr/local/share/man/man1/appsandboxfs.1
-    /usr/local/share/bash-completion/completions/appsandboxfs /usr/local/share/zsh/site-functions/_appsandboxfs
-    /usr/local/share/fish/vendor_completions.d/appsandboxfs.fish)
+bin_target=$destdir/usr/local/bin/appsandboxfs
+helper_target=$destdir/sbin/mount.fuse.appsandboxfs
+man_target=$destdir/usr/local/share/man/man1/appsandboxfs.1
+bash_target=$destdir/usr/local/share/bash-completion/completions/appsandboxfs
+zsh_target=$destdir/usr/local/share/zsh/site-functions/_appsandboxfs
+fish_target=$destdir/usr/local/share/fish/vendor_completions.d/appsandboxfs.fish
+installed=("$bin_target" "$helper_target" "$man_target" "$bash_target" "$zsh_target" "$fish_target")
+
+# Copies the program at $1 (and the helper, man page and completions).
+install_files() {
+    local program=$1
+    [ -f "$program" ] && [ -x "$program" ] || { echo "setup: $program is not a program to install" >&2; exit 1; }
+    echo "setup: installing $("$program" --version) as $bin_target, $helper_target, the man page and completions"
+    local file
+    for file in "${installed[@]}"; do $install_sudo mkdir -p "$(dirname "$file")"; done
+    # A link left by an older setup.sh would make install or tee write through it.
+    for file in "${installed[@]}"; do [ ! -L "$file" ] || $install_sudo rm -f "$file"; done
+    $install_sudo install -m 0755 "$program" "$bin_target"
+    $install_sudo install -m 0755 mount-scripts/mount.fuse.appsandboxfs "$helper_target"
+    $install_sudo install -m 0644 docs/appsandboxfs.1 "$man_target"
+    "$program" --generate-completion-script bash | $install_sudo tee "$bash_target" >/dev/null
+    "$program" --generate-completion-script zsh | $install_sudo tee "$zsh_target" >/dev/null
+    "$program" --generate-completion-script fish | $install_sudo tee "$fish_target" >/dev/null
+}
 
 configuration=release
 case "${1:-}" in
     uninstall)
         for file in "${installed[@]}"; do
-            if [ -e "$file" ] || [ -L "$file" ]; then $SUDO rm -f "$file"; echo "setup: removed $file"; fi
+            if [ -e "$file" ] || [ -L "$file" ]; then $install_sudo rm -f "$file"; echo "setup: removed $file"; fi
         done
+        exit 0 ;;
+    install)
+        case "$#:${2:-}" in
+            1:) program="$(swift build -c release --show-bin-path)/appsandboxfs"
+                [ -x "$program" ] || { echo "setup: no release build at $program: run bash mount-scripts/setup.sh (it builds), or give --binary FILE" >&2; exit 1; } ;;
+            3:--binary) program=$(absolute "$3") ;;
+            *) echo "usage: $0 install [--binary FILE]" >&2; exit 64 ;;
+        esac
+        install_files "$program"
         exit 0 ;;
     --debug) configuration=debug ;;
     "") ;;
-    *) echo "usage: $0 [--debug | uninstall]" >&2; exit 64 ;;
+    *) echo "usage: $0 [--debug | install [--binary FILE] | uninstall]" >&2; exit 64 ;;
 esac
 
 packages=(libfuse3-dev fuse3 pkg-config attr rsync sqlite3 fio bindfs tar util-linux man-db)
@@ -76,19 +120,4 @@ echo "setup: built in $((SECONDS - start)) s"
 [ "${APPSANDBOXFS_INSTALL:-yes}" != no ] || exit 0
 bin_dir=$(swift build "${flags[@]}" ${APPSANDBOXFS_BUILD_FLAGS:-} --show-bin-path)
 [ -x "$bin_dir/appsandboxfs" ] || { echo "setup: no $bin_dir/appsandboxfs after the build" >&2; exit 1; }
-echo "setup: installing $("$bin_dir/appsandboxfs" --version) as /usr/local/bin/appsandboxfs, /sbin/mount.fuse.appsandboxfs, the man page and completions"
-$SUDO mkdir -p /usr/local/bin /usr/local/share/man/man1 /usr/local/share/bash-completion/completions \
-    /usr/local/share/zsh/site-functions /usr/local/share/fish/vendor_completions.d
-# A link left by an older setup.sh would make install write through it.
-[ ! -L /usr/local/bin/appsandboxfs ] || $SUDO rm -f /usr/local/bin/appsandboxfs
-$SUDO install -m 0755 "$bin_dir/appsandboxfs" /usr/local/bin/appsandboxfs
-$SUDO install -m 0755 mount-scripts/mount.fuse.appsandboxfs /sbin/mount.fuse.appsandboxfs
-$SUDO install -m 0644 docs/appsandboxfs.1 /usr/local/share/man/man1/appsandboxfs.1
-for shell in bash zsh fish; do
-    case $shell in
-        bash) target=/usr/local/share/bash-completion/completions/appsandboxfs ;;
-        zsh) target=/usr/local/share/zsh/site-functions/_appsandboxfs ;;
-        fish) target=/usr/local/share/fish/vendor_completions.d/appsandboxfs.fish ;;
-    esac
-    "$bin_dir/appsandboxfs" --generate-completion-script "$shell" | $SUDO tee "$target" >/dev/null
-done
+install_files "$bin_dir/appsandboxfs"

@@ -172,7 +172,7 @@ struct EcosystemCommandLineTests {
         }
     }
 
-    @Test("docs/cli.md documents every verb, its options and its exit status; the README links the docs")
+    @Test("docs/cli.md documents every verb, its options and its exit status; every doc's commands use real options and its links lead to files (issue 18)")
     func documentation() throws {
         let cli = repositoryFile("docs/cli.md")
         try #require(!cli.isEmpty, "docs/cli.md is missing")
@@ -185,17 +185,34 @@ struct EcosystemCommandLineTests {
                 #expect(text.contains(option), "docs/cli.md: \(verb.name) does not mention \(option)")
             }
         }
+        // Every page that shows commands: the README and each docs/*.md
+        // (a new page is checked too).
+        let pages = try FileManager.default.contentsOfDirectory(atPath: repositoryRoot + "/docs")
+            .filter { $0.hasSuffix(".md") }.sorted().map { "docs/" + $0 }
+        let documents = ["README.md"] + pages
+        for page in ["docs/backup.md", "docs/device.md", "docs/protection.md", "docs/confinement.md", "docs/security.md",
+                     "docs/rules.md", "docs/reliability.md", "docs/conformance.md", "docs/performance.md", "docs/design.md",
+                     "docs/quickstart.md", "docs/cli.md", "docs/ci.md"] {
+            #expect(documents.contains(page), "\(page) is missing")
+        }
         // Every `appsandboxfs VERB --option` the docs show exists.
         let verbs = Dictionary(uniqueKeysWithValues: try CommandLineModel.load().verbs.map { ($0.name, Set($0.options)) })
         let verbPattern = try NSRegularExpression(pattern: #"appsandboxfs ([a-z-]+)((?: +[^ \n|;&`)]+)*)"#)
-        for document in ["README.md", "docs/quickstart.md", "docs/cli.md", "docs/ci.md"] {
+        for document in documents {
+            // A command continued on the next line (a trailing backslash, or
+            // a synopsis wrapped onto indented lines) is one line, and
+            // `[--a|--b]` names two options.
             let text = repositoryFile(document)
+                .replacingOccurrences(of: #"\\\n[ \t]*"#, with: " ", options: .regularExpression)
+                .replacingOccurrences(of: #"\n +(?=\[-)"#, with: " ", options: .regularExpression)
+                .replacingOccurrences(of: "|--", with: " --")
             for match in verbPattern.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
                 let verb = String(text[Range(match.range(at: 1), in: text)!])
                 guard let options = verbs[verb] else { continue }  // prose: "appsandboxfs under test"
                 let rest = String(text[Range(match.range(at: 2), in: text)!])
-                // Words after a bare -- are the command's (run ... -- swift test --skip-build).
-                for word in rest.split(separator: " ").prefix(while: { $0 != "--" })
+                // Words after a bare -- are the command's (run ... -- swift test --skip-build);
+                // a synopsis puts optional ones in brackets ([--json]).
+                for word in rest.split(separator: " ").prefix(while: { $0 != "--" }).map({ $0.drop { "[(".contains($0) } })
                 where word.hasPrefix("--") && word.count > 2 && !word.contains("<Tab>") {
                     let option = String(word.prefix { !"=,]`".contains($0) })
                     #expect(options.contains(option) || option == "--help", "\(document): appsandboxfs \(verb) has no \(option)")
@@ -206,8 +223,17 @@ struct EcosystemCommandLineTests {
         for doc in ["docs/quickstart.md", "docs/cli.md", "docs/ci.md", "docs/rules.md", "docs/design.md"] {
             #expect(readme.contains("(\(doc))"), "README.md does not link \(doc)")
         }
+        // The specifications are the project's contract, kept beside the
+        // repository and not in it: a page that names one says so (a reader
+        // of a clone alone will not find the file).
+        for document in documents {
+            let text = repositoryFile(document).split(whereSeparator: \.isWhitespace).joined(separator: " ")
+            if text.contains("-semantics.md") {
+                #expect(text.contains("kept beside the repository"), "\(document) names the specification but not where it is kept")
+            }
+        }
         // Every relative link in the docs and the README leads to a file.
-        for document in ["README.md", "docs/quickstart.md", "docs/cli.md", "docs/ci.md"] {
+        for document in documents {
             let folder = document.contains("/") ? parentDirectory(repositoryRoot + "/" + document) : repositoryRoot
             let text = repositoryFile(document)
             let pattern = try NSRegularExpression(pattern: #"\]\(([^)#:]+)(#[^)]*)?\)"#)

@@ -77,8 +77,8 @@ struct EcosystemQuickstartTests {
             if let pid { _ = processGone(Int32(pid), within: 15) }
             if !isFuseMount(mountpoint) { removeTree(root) }
         }
-        // `appsandboxfs` on PATH is the one under test (setup.sh links the
-        // one in .build); mount(8)'s helper runs it through APPSANDBOXFS_BIN.
+        // `appsandboxfs` on PATH is the one under test (not the copy
+        // setup.sh installed); mount(8)'s helper runs it through APPSANDBOXFS_BIN.
         try makeDirectory(root + "/bin")
         symlink(Binaries.appsandboxfs, root + "/bin/appsandboxfs")
         try makeDirectory(base)

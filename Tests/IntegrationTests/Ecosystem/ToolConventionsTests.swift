@@ -1,6 +1,6 @@
 // The conventions of a Unix tool and daemon (issue 18): a version, a
-// background driver that logs to syslog (denials as their own stream) and
-// keeps no folder busy, `unmount` that names what keeps a mount busy and
+// background driver that logs to syslog (denials as their own stream) at the
+// --log-level asked and keeps no folder busy, `unmount` that names what keeps a mount busy and
 // detaches lazily only when asked, and a status folder that is refused when
 // someone else could have planted it (issue 11, item 8).
 
@@ -45,6 +45,39 @@ struct ToolConventionsTests {
             #expect(messages.contains { $0.hasPrefix("<30>") && $0.contains(" appsandboxfs[") && $0.contains("appsandboxfs \(version): serving \(m.backing)") },
                     "no start line with the version:\n\(messages.joined(separator: "\n"))")
             #expect(m.appsandboxfs(["unmount", m.mountpoint]).status == 0)
+        }
+    }
+
+    @Test("--log-level: at error the driver logs no info or debug lines (denials still), by default info but no debug, at debug both")
+    func logLevelThreshold() throws {
+        try withEcoMount(isolatedState: true) { m in
+            // (--log-level, info lines expected, debug lines expected)
+            for (level, wantsInfo, wantsDebug) in [("error", false, false), (nil, true, false), ("debug", true, true)] {
+                let log = m.root + "/driver-\(level ?? "default").log"
+                let mounted = m.appsandboxfs(["mount", m.backing, m.mountpoint, "--app-name", m.appName, "--log", log]
+                                             + (level.map { ["--log-level", $0] } ?? []))
+                try #require(mounted.status == 0, "\(mounted.stderr)")
+                let pid = try #require(m.driverPID())
+                #expect(mkdir(m.mountpoint + "/TestApp.app/x", 0o755) != 0)
+                #expect(m.appsandboxfs(["unmount", m.mountpoint]).status == 0)
+                #expect(processGone(pid, within: 15))
+
+                let text = readFileText(log)
+                let lines = text.split(separator: "\n")
+                let context = "--log-level \(level ?? "(default)"):\n\(text)"
+                #expect(lines.contains { $0.hasPrefix("Sandbox: ") && $0.hasSuffix(" deny(1) file-write-create \(m.mountpoint)/TestApp.app/x") },
+                        "denials are logged at every level: \(context)")
+                #expect(lines.contains { $0.hasPrefix("appsandboxfs: info: appsandboxfs ") && $0.contains(": serving \(m.backing)") } == wantsInfo,
+                        "the start line (info): \(context)")
+                #expect(lines.contains { $0.hasPrefix("appsandboxfs: info: \(m.mountpoint): unmounted") } == wantsInfo,
+                        "the last line (info): \(context)")
+                #expect(lines.contains { $0.hasPrefix("appsandboxfs: debug: \(m.mountpoint): libfuse options allow_other,") } == wantsDebug,
+                        "the options line (debug): \(context)")
+                if level == "error" {
+                    let below = lines.filter { line in ["trace", "debug", "info", "notice", "warning"].contains { line.hasPrefix("appsandboxfs: \($0): ") } }
+                    #expect(below.isEmpty, "lines below error: \(context)")
+                }
+            }
         }
     }
 
