@@ -317,6 +317,18 @@ public final class MountedContainer: Sendable {
         #endif
     }
 
+    /// Whether `runConfined` can work here: containers mount, and this
+    /// process is root (the confined world is made with mount namespaces).
+    /// Skip a confined test elsewhere with
+    /// `@Test(.enabled(if: MountedContainer.canConfine))`.
+    public static var canConfine: Bool {
+        #if os(Linux)
+        return isSupported && geteuid() == 0
+        #else
+        return false
+        #endif
+    }
+
     /// Lays out a container in a fresh temporary folder and mounts it;
     /// returns once the mount is ready. Pair it with `unmount()`.
     public static func mount(_ options: Options = Options()) throws -> MountedContainer {
