@@ -26,7 +26,14 @@ struct ConfinementExampleTests {
         let options = MountedContainer.Options(temporaryDirectory: MountedContainer.confinableTemporaryDirectory)
         try withMountedContainer(options) { container in
             let behindTheMount = container.backingPath("behind-the-mount.txt")
-            let result = try container.runConfined([Self.program("outside-writer"), "/etc/outside-writer.txt", behindTheMount])
+            // The program goes into the app's bundle, where an app's own
+            // executable is on a device; run from the build folder it would
+            // vanish in the confined world when the checkout lies in /tmp,
+            // which there is the container's tmp.
+            let installed = container.backingPath(container.appName + ".app/outside-writer")
+            try FileManager.default.copyItem(atPath: Self.program("outside-writer"), toPath: installed)
+            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: installed)
+            let result = try container.runConfined([container.bundle + "/outside-writer", "/etc/outside-writer.txt", behindTheMount])
             #expect(result.succeeded, "\(result.standardError)")
             #expect(result.standardOutput == """
                 \(container.documents)/inside.txt: written
