@@ -9,9 +9,10 @@ final class FileSystemBox: Sendable {
     let passthrough: PassthroughChannel
     /// FUSE over io_uring, when asked for and the system lets a ring be made.
     let ring: UringTransport?
-    init(_ fileSystem: any FileSystemOperations, passthrough: Bool, killPrivV2: Bool, ring: UringTransport? = nil) {
+    init(_ fileSystem: any FileSystemOperations, passthrough: Bool, killPrivV2: Bool, ring: UringTransport? = nil,
+         log: @escaping @Sendable (String) -> Void = { _ in }) {
         self.fileSystem = fileSystem
-        self.passthrough = PassthroughChannel(wanted: passthrough, killPrivV2: killPrivV2)
+        self.passthrough = PassthroughChannel(wanted: passthrough, killPrivV2: killPrivV2, log: log)
         self.ring = ring
     }
 }

@@ -33,8 +33,10 @@ final class PassthroughChannel: Sendable {
         var initUnique: UInt64 = 0
         /// What INIT offered: bit 0 passthrough, bit 1 FUSE over io_uring.
         var offers: Int32 = 0
-        /// The kernel refused a registration (not root, stacking, ...): later
-        /// opens of nodes without a backing id stay plain.
+        /// The kernel refused a registration for a reason that lasts (not
+        /// root, stacking, no passthrough on this connection): later opens
+        /// of nodes without a backing id stay plain. A passing refusal
+        /// (memory) leaves only that open plain.
         var refused = false
         var nodes: [UInt64: Backing] = [:]
         var handles: Set<HandleKey> = []
@@ -52,9 +54,21 @@ final class PassthroughChannel: Sendable {
     private let grantedFlag = Atomic<Bool>(false)
     private let killPrivV2Flag = Atomic<Bool>(false)
 
-    init(wanted: Bool, killPrivV2: Bool) {
+    /// Gets one line when INIT is answered (what passthrough came to) and
+    /// one when the kernel refuses a backing file, with its errno.
+    private let log: @Sendable (String) -> Void
+
+    init(wanted: Bool, killPrivV2: Bool, log: @escaping @Sendable (String) -> Void = { _ in }) {
         self.wanted = wanted
         self.wantsKillPrivV2 = killPrivV2
+        self.log = log
+    }
+
+    /// Refusals of FUSE_DEV_IOC_BACKING_OPEN that will not change for this
+    /// connection: no privilege, a backing file system stacked too deep, a
+    /// file the kernel cannot pass through, passthrough not taken at INIT.
+    static func refusalLasts(_ code: Int32) -> Bool {
+        [EPERM, EACCES, ELOOP, EOPNOTSUPP, ENOTTY, EINVAL, ENOSYS].contains(code)
     }
 
     /// Whether the kernel accepted passthrough for this connection.
@@ -94,25 +108,33 @@ final class PassthroughChannel: Sendable {
         if let known { return known }
         let device = state.withLock { $0.device }
         let registered = cfuse_backing_open(device, descriptor.rawValue)
-        let (id, unused): (Int32?, Int32?) = state.withLock { state in
+        let code = registered > 0 ? 0 : errno
+        let lasts = Self.refusalLasts(code)
+        let (id, unused, firstRefusal): (Int32?, Int32?, Bool) = state.withLock { state in
             guard registered > 0 else {
-                state.refused = true
+                let first = lasts && !state.refused
+                if lasts { state.refused = true }
                 return (state.nodes[node].map { backing in
                     state.nodes[node]!.handles += 1
                     state.handles.insert(key)
                     return backing.id
-                }, nil)
+                }, nil, first)
             }
             if let backing = state.nodes[node] {
                 state.nodes[node]!.handles += 1
                 state.handles.insert(key)
-                return (backing.id, registered)
+                return (backing.id, registered, false)
             }
             state.nodes[node] = Backing(id: registered, handles: 1)
             state.handles.insert(key)
-            return (registered, nil)
+            return (registered, nil, false)
         }
         if let unused { _ = cfuse_backing_close(device, unused) }
+        if firstRefusal {
+            log("passthrough: the kernel refused a backing file (\(Errno(rawValue: code))): every later open is served by the driver")
+        } else if registered <= 0 && !lasts {
+            log("passthrough: the kernel refused a backing file for now (\(Errno(rawValue: code))): this open is served by the driver")
+        }
         return id
     }
 
@@ -170,6 +192,13 @@ final class PassthroughChannel: Sendable {
         ring?.initAnswered(offered: offers & 2 != 0, granted: granted & 4 != 0)
         grantedFlag.store(granted & 1 != 0, ordering: .releasing)
         killPrivV2Flag.store(granted & 2 != 0, ordering: .releasing)
+        if wanted {
+            let outcome = !askPassthrough ? "the kernel did not offer it"
+                : granted & 1 != 0 ? "on" + (wantsKillPrivV2 ? (granted & 2 != 0 ? ", killpriv_v2 on" : ", killpriv_v2 off") : "")
+                : written < 0 ? "the INIT reply failed (\(Errno(rawValue: saved)))"
+                : "off (the reply could not carry it)"
+            log("passthrough at INIT: \(outcome)")
+        }
         errno = saved
         return written
     }

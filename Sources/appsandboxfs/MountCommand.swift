@@ -223,10 +223,12 @@ struct MountCommand: ParsableCommand {
             Daemon.reportFailure("\(error)", readyFD: readyFD)
             throw ExitCode(1)
         }
-        // For `appsandboxfs status`: this driver's pid and options.
+        // For `appsandboxfs status`: this driver's pid and options. (Whether
+        // the kernel took passthrough up is known only once INIT is answered,
+        // on the loop's first request: the transport logs it then.)
         let statusRecord = StatusFile.publish(for: self, backing: backingPath, mountpoint: mountPath, appName: name,
                                               passthrough: configuration.usesPassthrough, deviceState: startState.rawValue)
-        logger.info("appsandboxfs \(Version.description): serving \(backingPath) at \(mountPath) as \(name) (pid \(getpid()), passthrough \(session.passthroughGranted ? "on" : "off"))")
+        logger.info("appsandboxfs \(Version.description): serving \(backingPath) at \(mountPath) as \(name) (pid \(getpid()), passthrough \(configuration.usesPassthrough ? "asked for" : "off"))")
         // For `appsandboxfs lock|unlock|reboot`.
         let controlSocket = DeviceControl.serve(configuration.dataProtection, record: statusRecord)
         Daemon.reportReady(readyFD: readyFD)

@@ -172,9 +172,11 @@ struct PassthroughTests {
             let log = String(whole.dropFirst(before))
             close(fd)
             // For the intermittent case below: was passthrough granted at
-            // INIT, and what did the create's reply say?
+            // INIT ("passthrough at INIT: ..."), did the kernel refuse the
+            // backing file ("passthrough: the kernel refused ..."), and what
+            // did the create's reply say?
             let lines = whole.split(separator: "\n")
-            let start = lines.filter { $0.contains("passthrough") }.prefix(3)
+            let start = lines.filter { $0.contains("passthrough") }.prefix(4)
             let create = lines.firstIndex { $0.contains("CREATE") }.map { lines[$0..<min($0 + 4, lines.count)] } ?? []
             let diagnostic = (start + ["..."] + create).joined(separator: "\n")
             return (Self.requests("GETXATTR", in: log), Self.requests("WRITE", in: log), diagnostic)
