@@ -67,9 +67,14 @@ public enum TarArchive {
 
         let messages = CapturedMessages()
         defer { messages.close() }
+        let (command, unconfined) = SymlinkFreeRead.command(arguments, root: root)
+        if let unconfined {
+            let text = Array("backup: \(unconfined)\n".utf8)
+            _ = text.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+        }
         let tar: Subprocess
         do {
-            tar = try Subprocess.start(arguments, pipe: .stdout, environment: environment, descriptor3: list,
+            tar = try Subprocess.start(command, pipe: .stdout, environment: environment, descriptor3: list,
                                        standardError: messages.childDescriptor)
         } catch {
             throw Failure("cannot run GNU tar: \(error)")

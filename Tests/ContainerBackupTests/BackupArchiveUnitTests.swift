@@ -64,6 +64,39 @@ struct BackupArchiveUnitTests {
         #expect(listing.stdout == "")
     }
 
+    @Test("K3 a folder swapped for a link to outside between the scan and tar's read: a root backup does not read through it (issue 11, adversarial pass)",
+          .enabled(if: geteuid() == 0, "tar is confined only when root runs it"))
+    func swappedFolderIsNotFollowed() throws {
+        let c = try ScratchContainer()
+        try c.mkdirs("Documents/Notes")
+        try c.write("Documents/Notes/a.txt", "mine")
+        try c.write("Documents/kept.txt", "kept")
+        let scan = try c.scan()
+        // Whoever can write the backing folder swaps Notes for a link to a
+        // folder of root's that holds a file of the same name.
+        let outside = c.root + "-outside"
+        defer { _ = run(["rm", "-rf", "--", outside]) }
+        #expect(mkdir(outside, 0o700) == 0)
+        #expect(run(["sh", "-c", "printf 'SECRET OF ROOT' > \"$0\"", outside + "/a.txt"]).status == 0)
+        #expect(rename(c.path("Documents/Notes"), c.root + "-notes") == 0)
+        defer { _ = run(["rm", "-rf", "--", c.root + "-notes"]) }
+        #expect(symlink(outside, c.path("Documents/Notes")) == 0)
+
+        let archivePath = c.root + ".tar"
+        defer { unlink(archivePath) }
+        let output = open(archivePath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        #expect(output >= 0)
+        let result = Result { try TarArchive.create(root: c.root, members: scan.members, memberSizes: scan.memberSizes,
+                                                    appName: "Demo", to: FileDescriptor(rawValue: output)) }
+        close(output)
+        // tar cannot reach Documents/Notes/a.txt through the link: the
+        // backup fails for it, and the outside file is in no archive.
+        if case .success = result { Issue.record("the backup succeeded although a member was behind a swapped link") }
+        var size = stat()
+        #expect(stat(archivePath, &size) == 0 && size.st_size > 0, "nothing was written")
+        #expect(run(["grep", "-c", "SECRET OF ROOT", archivePath]).status == 1, "the archive holds the file outside")
+    }
+
     @Test("K3 an archive holds exactly the scanned members, raw names included, and restores into a container with empty Caches and tmp")
     func roundTrip() throws {
         let c = try ScratchContainer()

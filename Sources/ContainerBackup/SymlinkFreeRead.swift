@@ -1,0 +1,38 @@
+import Glibc
+import Spawning
+
+/// GNU tar opens each member by its path below the backing folder, and the
+/// kernel follows a symbolic link in the middle of such a path. The scan
+/// never lists a path through a link, but whoever can write the backing
+/// folder can swap a folder for a link between the scan and tar's read, and
+/// a backup run as root would then read a file outside the container (and
+/// put it in the archive).
+///
+/// So, as root, tar runs in a mount namespace of its own in which the
+/// backing folder is bind-mounted onto itself with `nosymfollow`: there the
+/// kernel refuses to follow any link on the way to a member (ELOOP, and tar
+/// fails for it), while tar still archives the links themselves (lstat and
+/// readlink work). Where that world cannot be made (no mount namespaces),
+/// tar runs as before and the caller is told once why.
+enum SymlinkFreeRead {
+    /// `sh -c` script: $0 is the backing folder, "$@" the command.
+    static let script = #"mount --bind -- "$0" "$0" && mount -o remount,bind,nosymfollow -- "$0" && exec "$@""#
+
+    /// The command line that runs `arguments` with links below `root` never
+    /// followed; or `arguments` unchanged, with the reason, when it cannot be.
+    static func command(_ arguments: [String], root: String) -> (arguments: [String], unconfined: String?) {
+        guard geteuid() == 0 else {
+            // The caller's own permissions bound what tar can read.
+            return (arguments, nil)
+        }
+        let wrapper = ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", script, root]
+        // Tried first without tar: a wrapper that fails later could not be
+        // told from tar's own failures.
+        let probe = ChildProcess.run(wrapper + ["true"], timeout: 30)
+        guard probe.status == 0 else {
+            let reason = probe.standardError.split(separator: "\n").last.map(String.init) ?? "exit \(probe.status)"
+            return (arguments, "cannot keep tar from following links below \(root) (\(reason)): members are read by their paths")
+        }
+        return (wrapper + arguments, nil)
+    }
+}
