@@ -1,4 +1,5 @@
 import Logging
+import SystemPackage
 import SandboxPolicy
 
 /// Everything the file system needs to know about one mount.
@@ -43,6 +44,11 @@ public struct MountConfiguration: Sendable {
     public var descriptorCacheSize: Int?
     /// Keep tmp's contents at unmount (T4).
     public var keepTmp = false
+    /// A folder only the driver's user may write (the status records'):
+    /// the locks that order drivers of one container around tmp are files
+    /// there, out of reach of anyone who can open the backing folder. nil:
+    /// the locks are taken on the backing folder and its tmp themselves.
+    public var lockFolder: FileDescriptor?
     /// Where denial lines go besides standard error (or `denialLogger`).
     public var denialLogFile: String?
     /// The denial lines' own log stream (a background driver's goes to

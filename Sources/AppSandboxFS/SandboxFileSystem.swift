@@ -49,7 +49,7 @@ public final class SandboxFileSystem: FileSystemOperations {
         } catch {
             throw MountError.backingMissing(path: configuration.backing, errno: error.rawValue)
         }
-        do { tmp = try ContainerTmp(root: rootFD, keep: configuration.keepTmp) } catch {
+        do { tmp = try ContainerTmp(root: rootFD, keep: configuration.keepTmp, lockFolder: configuration.lockFolder) } catch {
             throw MountError.backingMissing(path: configuration.backing, errno: error.rawValue)
         }
         let rootStat: stat

@@ -5,6 +5,7 @@ import Glibc
 import Logging
 import MountInfo
 import SandboxPolicy
+import SystemPackage
 
 struct MountCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -161,6 +162,11 @@ struct MountCommand: ParsableCommand {
         var configuration = MountConfiguration(backing: backingPath, mountpoint: mountPath, layout: layout)
         configuration.bundleOverride = bundlePath
         configuration.keepTmp = keepTmp
+        // The locks that order drivers of this container around tmp go in
+        // the driver's own state folder, where no other user can hold them
+        // (T2); kept open for the driver's life.
+        configuration.lockFolder = (try? StateFolder(StatusFile.directory, create: true))?.duplicate()
+            .map { FileDescriptor(rawValue: $0) }
         configuration.denialLogFile = denialLog
         configuration.entryTimeout = cacheTimeout
         configuration.attributeTimeout = min(cacheTimeout, MountConfiguration.longestAttributeTimeout)

@@ -91,6 +91,13 @@ final class StateFolder: Sendable {
 
     func remove(_ name: String) { unlinkat(fd, name, 0) }
 
+    /// A new descriptor of the folder itself, for a caller that opens
+    /// files in it later (the driver's tmp locks).
+    func duplicate() -> Int32? {
+        let copy = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        return copy >= 0 ? copy : nil
+    }
+
     func names() -> [String] {
         let copy = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard copy >= 0, let dir = fdopendir(copy) else { return [] }

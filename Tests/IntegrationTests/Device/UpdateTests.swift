@@ -160,6 +160,50 @@ struct UpdateTests {
         }
     }
 
+    @Test("U2 a container a driver serves in another mount namespace (not in this mount table) is refused with one line, nothing changed")
+    func mountedElsewhereRefused() throws {
+        let setup = try Setup()
+        defer { removeTree(setup.root) }
+        let mountpoint = setup.root + "/mnt"
+        try makeDirectory(mountpoint)
+        // The driver mounts in a namespace of its own and lives on there
+        // (in the background) after the shell that made it has gone.
+        let mounted = runProcess(["unshare", "--mount", "--propagation", "private", "--",
+                                  Binaries.appsandboxfs, "mount", setup.backing, mountpoint, "--app-name", "Demo"], timeout: 60)
+        try #require(mounted.status == 0, "\(mounted)")
+        let driver = findDriver(backing: setup.backing)
+        defer {
+            if let driver {
+                kill(driver, SIGTERM)
+                let deadline = monotonicNow() + 20
+                while kill(driver, 0) == 0 && monotonicNow() < deadline { usleep(20_000) }
+                if kill(driver, 0) == 0 { kill(driver, SIGKILL) }
+            }
+        }
+        try #require(driver != nil, "no driver found for \(setup.backing)")
+        #expect(!readFileText("/proc/self/mountinfo").contains(" \(mountpoint) "), "the mount is visible here")
+        let before = setup.dataSnapshot()
+        let oldBundle = RulesTreeSnapshot(of: setup.bundle)
+        let result = setup.update(setup.newBuild)
+        #expect(result.status != 0, "update ran under a live driver: \(result)")
+        #expect(result.stderr.split(separator: "\n").count == 1 && result.stderr.contains("in use"), "\(result.stderr)")
+        #expect(setup.dataSnapshot() == before)
+        #expect(RulesTreeSnapshot(of: setup.bundle).changes(since: oldBundle) == [])
+    }
+
+    /// The pid of the driver whose command line names `backing`.
+    private func findDriver(backing: String) -> pid_t? {
+        guard let proc = opendir("/proc") else { return nil }
+        defer { closedir(proc) }
+        while let entry = readdir(proc) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard let pid = pid_t(name), pid != getpid() else { continue }
+            let argv = (readFileBytes("/proc/\(pid)/cmdline") ?? []).split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+            if argv.count > 2, argv[0].hasSuffix("appsandboxfs"), argv[1] == "mount", argv.contains(backing) { return pid }
+        }
+        return nil
+    }
+
     @Test("U3 update killed after each of its steps leaves the old bundle or the new one, whole, and a rerun finishes")
     func killedAtEveryStep() throws {
         let s = try Setup()
