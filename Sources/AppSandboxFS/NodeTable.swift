@@ -19,13 +19,16 @@ import SystemPackage
 ///   derived from it, exactly and without a system call, and a node below a
 ///   folder that moved is at its new place at once.
 ///
-/// A file with several names (hard links) has one place: the name the
-/// kernel used last (lookup, create, link, the target of a rename). FUSE
-/// gives one node id per file, so a request never says through which name
-/// it came; the last name used is the kernel's own choice of dentry. When
-/// that name goes (unlink) the node keeps its place until another name of
-/// it is looked up: a file open after its last name went is judged where it
-/// was.
+/// A file with several names (hard links) in zones with the same rules has
+/// one node and one place: the name the kernel used last (lookup, create,
+/// link, the target of a rename). A request never says through which name
+/// it came, which is harmless there. Names judged by other rules (the Inbox
+/// and Documents, the bundle and Documents) or a symbolic link's names in
+/// other folders get a node each (`needsOwnNode`), so that each request is
+/// judged, and each denial logged, by the name the caller used; the index
+/// keeps the first, the others are found by their names. When a name goes
+/// (unlink) its node keeps its place until another name of it is looked
+/// up: a file open after its last name went is judged where it was.
 ///
 /// No system call is made under the lock: whatever needs the backing store
 /// (a descriptor, a file handle) is obtained before taking it.
@@ -103,9 +106,16 @@ final class NodeTable: Sendable {
             Backing.close(fd)
             return root
         }
-        // The common case: a known node with its descriptor open.
+        // The common case: a known node with its descriptor open, found
+        // first by this very name in the tree (a name given a node of its
+        // own, see `needsOwnNode`, is found again that way), else by inode.
         let pinned = state.withLock { index -> (Node, Node.Borrowed)? in
-            guard let existing = index[key], let borrowed = existing.pinIfOpen() else { return nil }
+            if let named = parent.children[name], named.key == key, let borrowed = named.pinIfOpen() {
+                addLookup(named)
+                return (named, borrowed)
+            }
+            guard let existing = index[key], !needsOwnNode(existing, in: parent, as: name),
+                  let borrowed = existing.pinIfOpen() else { return nil }
             addLookup(existing)
             place(existing, in: parent, as: name)
             return (existing, borrowed)
@@ -120,14 +130,36 @@ final class NodeTable: Sendable {
         let handle = cache.handle(for: fd)
         let made = Node(fd: fd, stat: stat, parent: parent, name: name, handle: handle, cache: cache)
         var pin: Node.Borrowed?
+        var pinOfExisting: (Node, Node.Borrowed)?
         let node = state.withLock { index -> Node in
+            if let named = parent.children[name], named.key == key {
+                var same = named.handle != nil && named.handle == handle
+                if !same, let borrowed = named.pinIfOpen() { (same, pin) = (true, borrowed) }
+                if same {
+                    addLookup(named)
+                    return named
+                }
+            }
             if let existing = index[key] {
                 var same = existing.handle != nil && existing.handle == handle
                 if !same, let borrowed = existing.pinIfOpen() { (same, pin) = (true, borrowed) }
-                if same {
+                if same && !needsOwnNode(existing, in: parent, as: name) {
                     addLookup(existing)
                     place(existing, in: parent, as: name)
                     return existing
+                }
+                if let borrowed = pin {
+                    // Given back after the lock (it may close a descriptor).
+                    pinOfExisting = (existing, borrowed)
+                    pin = nil
+                }
+                if same {
+                    // Another name of a file the kernel knows, judged by
+                    // other rules: a node of its own, outside the index
+                    // (which keeps the first), found again by its name.
+                    addLookup(made)
+                    place(made, in: parent, as: name, isNew: true)
+                    return made
                 }
             }
             index[key] = made
@@ -137,6 +169,7 @@ final class NodeTable: Sendable {
             return made
         }
         if let pin { node.giveBack(pin) }
+        if let (existing, borrowed) = pinOfExisting { existing.giveBack(borrowed) }
         if node === made {
             if made.handle != nil { cache.admit(made) }
         } else {
@@ -145,6 +178,22 @@ final class NodeTable: Sendable {
             cache.offer(fd, to: node)
         }
         return node
+    }
+
+    /// Whether `name` in `parent`, another name of the file `existing` is
+    /// a node for, must be a node of its own: when the two names are judged
+    /// by different rules (zones whose rules differ for a file,
+    /// `SandboxPolicy.sameRulesForFiles`), or for a symbolic link in another
+    /// folder (where its target leads depends on its folder: E1, E2). FUSE
+    /// names a file by its node only, whichever name the caller used; with a
+    /// node per such name, every request is judged by the name it came
+    /// through (and a denial names that path). Under the lock.
+    private func needsOwnNode(_ existing: Node, in parent: Node, as name: [UInt8]) -> Bool {
+        guard existing !== root, existing.parent !== parent || existing.name != name else { return false }
+        if existing.isSymlink { return existing.parent !== parent }
+        guard !existing.isDirectory else { return false }
+        let here = layout.zone(ofChild: name, in: zoneLocked(parent))
+        return !SandboxPolicy.sameRulesForFiles(zoneLocked(existing), here)
     }
 
     /// One more lookup; the first one takes the kernel's reference. Under the lock.
