@@ -35,15 +35,16 @@ extension SandboxFileSystem {
         if changes.uid != nil || changes.gid != nil { change.insert(.owner) }
         if changes.size != nil { change.insert(.size) }
         if changes.accessTime != nil || changes.modificationTime != nil { change.insert(.times) }
-        let verdict = change.isEmpty || Self.isKernelTimeFlush(change, node: node)
-            ? Verdict.allow : SandboxPolicy.decide(.setAttributes(zone(of: node), change))
         // chown(f, -1, -1) reaches us as a setattr that changes nothing (the
-        // kernel sends no ctime without the writeback cache), yet ext4 and
-        // the VFS update the ctime for it (W1, pjdfstest chown/00.t). Do the
-        // same where an owner change is allowed; elsewhere (bundle, Inbox,
-        // system folders) the call stays a no-op that changes nothing.
-        let touchesCtime = change.isEmpty
-            && SandboxPolicy.decide(.setAttributes(zone(of: node), .owner)) == .allow
+        // kernel sends no ctime without the writeback cache). It is judged
+        // as the chown it is: a read-only file system refuses it (EROFS, as
+        // the bundle must: B2), and so do the Inbox (I4) and the system
+        // folders (S3). Where an owner change is allowed, ext4 and the VFS
+        // update the ctime for it (W1, pjdfstest chown/00.t): so do we.
+        let judged = change.isEmpty ? AttributeChange.owner : change
+        let verdict = Self.isKernelTimeFlush(change, node: node)
+            ? Verdict.allow : SandboxPolicy.decide(.setAttributes(zone(of: node), judged))
+        let touchesCtime = change.isEmpty && verdict == .allow
         send(guarded(verdict, request, at: .node(node)) { () throws(Errno) in
             if changes.size != nil, let locked = sizeChangeDenial(request, handle: handle, node: node) { throw locked }
             // An open handle is the better target: it works after chmod 0

@@ -10,9 +10,9 @@ final class FileSystemBox: Sendable {
     /// FUSE over io_uring, when asked for and the system lets a ring be made.
     let ring: UringTransport?
     init(_ fileSystem: any FileSystemOperations, passthrough: Bool, killPrivV2: Bool, ring: UringTransport? = nil,
-         log: @escaping @Sendable (String) -> Void = { _ in }) {
+         log: @escaping @Sendable (String) -> Void = { _ in }, info: @escaping @Sendable (String) -> Void = { _ in }) {
         self.fileSystem = fileSystem
-        self.passthrough = PassthroughChannel(wanted: passthrough, killPrivV2: killPrivV2, log: log)
+        self.passthrough = PassthroughChannel(wanted: passthrough, killPrivV2: killPrivV2, log: log, info: info)
         self.ring = ring
     }
 }

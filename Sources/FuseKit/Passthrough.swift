@@ -54,14 +54,17 @@ final class PassthroughChannel: Sendable {
     private let grantedFlag = Atomic<Bool>(false)
     private let killPrivV2Flag = Atomic<Bool>(false)
 
-    /// Gets one line when INIT is answered (what passthrough came to) and
-    /// one when the kernel refuses a backing file, with its errno.
+    /// Gets one line when the kernel refuses a backing file, with its errno.
     private let log: @Sendable (String) -> Void
+    /// Gets one line when INIT is answered: what passthrough came to.
+    private let info: @Sendable (String) -> Void
 
-    init(wanted: Bool, killPrivV2: Bool, log: @escaping @Sendable (String) -> Void = { _ in }) {
+    init(wanted: Bool, killPrivV2: Bool, log: @escaping @Sendable (String) -> Void = { _ in },
+         info: @escaping @Sendable (String) -> Void = { _ in }) {
         self.wanted = wanted
         self.wantsKillPrivV2 = killPrivV2
         self.log = log
+        self.info = info
     }
 
     /// Refusals of FUSE_DEV_IOC_BACKING_OPEN that will not change for this
@@ -197,7 +200,7 @@ final class PassthroughChannel: Sendable {
                 : granted & 1 != 0 ? "on" + (wantsKillPrivV2 ? (granted & 2 != 0 ? ", killpriv_v2 on" : ", killpriv_v2 off") : "")
                 : written < 0 ? "the INIT reply failed (\(Errno(rawValue: saved)))"
                 : "off (the reply could not carry it)"
-            log("passthrough at INIT: \(outcome)")
+            info("passthrough at INIT: \(outcome)")
         }
         errno = saved
         return written

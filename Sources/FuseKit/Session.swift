@@ -26,11 +26,13 @@ public final class FuseSession: @unchecked Sendable {
     /// GETXATTR round trip before every passthrough write.
     /// `ioUring`: serve requests through FUSE over io_uring when the kernel
     /// offers it at INIT (see `UringTransport`); `log` gets one line saying
-    /// whether it is used, and why not, one saying what passthrough came to
-    /// at INIT, and one for each refusal of a backing file by the kernel.
+    /// whether it is used, and why not, and one for each refusal of a
+    /// backing file by the kernel; `info` gets what passthrough came to at
+    /// INIT.
     public init(fileSystem: any FileSystemOperations, options: [String], debug: Bool = false,
                 passthrough: Bool = false, killPrivV2: Bool = true, ioUring: Bool = false,
-                log: @escaping @Sendable (String) -> Void = { _ in }) throws {
+                log: @escaping @Sendable (String) -> Void = { _ in },
+                info: @escaping @Sendable (String) -> Void = { _ in }) throws {
         var arguments = ["appsandboxfs"]
         if !options.isEmpty { arguments += ["-o", options.joined(separator: ",")] }
         if debug { arguments.append("-d") }
@@ -38,7 +40,7 @@ public final class FuseSession: @unchecked Sendable {
         defer { cStrings.forEach { free($0) } }
         let ring = ioUring ? UringTransport.make(log: log) : nil
         let box = Unmanaged.passRetained(FileSystemBox(fileSystem, passthrough: passthrough, killPrivV2: killPrivV2,
-                                                       ring: ring, log: log))
+                                                       ring: ring, log: log, info: info))
         var ops = makeOperationTable()
         // libfuse explains a refusal on standard error; catch it so the
         // caller can say it in one line of its own.
