@@ -84,10 +84,14 @@ public final class FuseSession: @unchecked Sendable {
         // visible must end the loop cleanly, not kill the process.
         fuse_set_signal_handlers(session)
         handlingSignals = true
-        guard fuse_session_mount(session, mountpoint) == 0 else {
+        // libfuse says why on standard error, which a background driver
+        // does not have: caught, and said in the error's one line.
+        let (status, complaint) = Self.capturingStandardError { fuse_session_mount(session, mountpoint) }
+        guard status == 0 else {
             fuse_remove_signal_handlers(session)
             handlingSignals = false
-            throw FuseSessionError(description: "cannot mount at \(mountpoint) (see the message above)")
+            let reason = complaint.split(separator: "\n").map { $0.trimmingCharacters() }.filter { !$0.isEmpty }.joined(separator: "; ")
+            throw FuseSessionError(description: "cannot mount at \(mountpoint): \(reason.isEmpty ? "libfuse gave no reason" : reason)")
         }
         mounted = true
         let channel = box.takeUnretainedValue().passthrough
