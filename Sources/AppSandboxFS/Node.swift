@@ -44,6 +44,11 @@ final class Node: Sendable {
     /// The node's data protection class once read (0: not read yet; else
     /// `ProtectionClass.cacheValue`). See `protectionClass(of:)`.
     let protectionCache = Atomic<UInt8>(0)
+    /// Another node stands for another name of the same file (a name judged
+    /// by other rules: `NodeTable.needsOwnNode`). A class written through
+    /// one name must be seen through the other at once, so such nodes read
+    /// the class from the file every time instead of remembering it.
+    let sharesItsFile = Atomic<Bool>(false)
     /// nil: the node keeps its descriptor for its whole life.
     let handle: BackingHandle?
     let cache: DescriptorCache

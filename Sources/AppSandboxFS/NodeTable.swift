@@ -157,6 +157,8 @@ final class NodeTable: Sendable {
                     // Another name of a file the kernel knows, judged by
                     // other rules: a node of its own, outside the index
                     // (which keeps the first), found again by its name.
+                    existing.sharesItsFile.store(true, ordering: .relaxed)
+                    made.sharesItsFile.store(true, ordering: .relaxed)
                     addLookup(made)
                     place(made, in: parent, as: name, isNew: true)
                     return made

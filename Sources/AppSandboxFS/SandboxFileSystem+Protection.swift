@@ -30,6 +30,7 @@ extension SandboxFileSystem {
         case .bundle, .bundleFolder: return .none
         default: break
         }
+        if node.sharesItsFile.load(ordering: .relaxed) { return readProtectionClass(of: node) }
         if let cached = ProtectionClass(cacheValue: node.protectionCache.load(ordering: .acquiring)) { return cached }
         let read = readProtectionClass(of: node)
         // Only if nobody stored a newer class meanwhile (a setxattr that

@@ -66,6 +66,20 @@ struct HardLinkZoneTests {
         }
     }
 
+    @Test("P2 P6 a class set through the Documents name holds through the Inbox name at once: locked, neither name opens")
+    func classThroughEitherName() throws {
+        try withRulesContainer(prepare: Self.prepare) { m in
+            let inboxName = m.inbox + "/letter.pdf", inboxCopy = m.documents + "/letter-copy.pdf"
+            #expect(readFileText(inboxName) == "inbox\n")   // the Inbox name's node reads its class now
+            #expect(readFileText(inboxCopy) == "inbox\n")
+            #expect(RulesSys.setxattr(inboxCopy, "NSFileProtectionKey", Array("NSFileProtectionComplete".utf8)) == 0)
+            m.lock(grace: 0)
+            defer { m.unlock() }
+            #expect(RulesSys.open(inboxCopy, O_RDONLY) == EPERM, "the Documents name opened while locked")
+            #expect(RulesSys.open(inboxName, O_RDONLY) == EPERM, "the Inbox name opened while locked: its node kept the old class")
+        }
+    }
+
     @Test("E1 E2 a symbolic link hard-linked into another folder: each name's target is judged from its own folder")
     func symlinkLinkedElsewhere() throws {
         try withRulesContainer { m in
