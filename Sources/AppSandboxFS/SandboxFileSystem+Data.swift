@@ -34,7 +34,7 @@ extension SandboxFileSystem {
         }
         var protection = ProtectionClass.none
         let opened = guarded(verdict, request, at: .node(node)) { () throws(Errno) in
-            protection = try openProtection(request, node: node)
+            protection = try openProtection(request, node: node, writing: flags.writes || flags.truncates)
             let fd = try node.withFD { (fd) throws(Errno) in
                 try charged(flags.truncates ? [fd] : []) { () throws(Errno) in try Backing.reopen(fd, flags: openFlags) }
             }
@@ -66,7 +66,7 @@ extension SandboxFileSystem {
     }
 
     public func read(_ request: Request, node: NodeID, handle: FileHandle, offset: off_t, size: Int, reply: consuming ReplyData) {
-        if let locked = handleDenial(request, handle: descriptor(handle), node: node) { reply.error(locked); return }
+        if let locked = handleDenial(request, handle: descriptor(handle), node: node, writing: false) { reply.error(locked); return }
         reply.fromDescriptor(descriptor(handle), offset: offset, size: size)
     }
 
@@ -74,7 +74,7 @@ extension SandboxFileSystem {
                       reply: consuming ReplyWrite) {
         let node = nodes.node(id)
         send(guarded(.write(zone(of: node)), request, at: .node(node)) { () throws(Errno) in
-            if let locked = handleDenial(request, handle: descriptor(handle), node: id) { throw locked }
+            if let locked = handleDenial(request, handle: descriptor(handle), node: id, writing: true) { throw locked }
             // The bits go before the data, as the kernel removes them
             // (file_remove_privs) before it writes.
             if mustClearSetIDBits(request) { try Self.dropSetIDBits(descriptor(handle)) }
@@ -96,7 +96,7 @@ extension SandboxFileSystem {
     }
 
     public func fsync(_ request: Request, node: NodeID, handle: FileHandle, dataOnly: Bool, reply: consuming ReplyStatus) {
-        if let locked = handleDenial(request, handle: descriptor(handle), node: node) { reply.error(locked); return }
+        if let locked = handleDenial(request, handle: descriptor(handle), node: node, writing: true) { reply.error(locked); return }
         do {
             try Backing.fsync(descriptor(handle), dataOnly: dataOnly)
             reply.ok()
@@ -109,7 +109,7 @@ extension SandboxFileSystem {
                           reply: consuming ReplyStatus) {
         let node = nodes.node(id)
         send(guarded(.allocate(zone(of: node)), request, at: .node(node)) { () throws(Errno) in
-            if let locked = handleDenial(request, handle: descriptor(handle), node: id) { throw locked }
+            if let locked = handleDenial(request, handle: descriptor(handle), node: id, writing: true) { throw locked }
             if mustClearSetIDBits(request) { try Self.dropSetIDBits(descriptor(handle)) }
             try chargedAllocate(descriptor(handle), mode: mode, offset: offset, length: length) { () throws(Errno) in
                 try Backing.fallocate(descriptor(handle), mode: mode, offset: offset, length: length)
@@ -122,8 +122,8 @@ extension SandboxFileSystem {
                               length: Int, flags: UInt32, reply: consuming ReplyWrite) {
         let target = nodes.node(destination)
         send(guarded(.write(zone(of: target)), request, at: .node(target)) { () throws(Errno) in
-            if let locked = handleDenial(request, handle: descriptor(sourceHandle), node: source)
-                ?? handleDenial(request, handle: descriptor(destinationHandle), node: destination) { throw locked }
+            if let locked = handleDenial(request, handle: descriptor(sourceHandle), node: source, writing: false)
+                ?? handleDenial(request, handle: descriptor(destinationHandle), node: destination, writing: true) { throw locked }
             if mustClearSetIDBits(request) { try Self.dropSetIDBits(descriptor(destinationHandle)) }
             return try chargedWrite(descriptor(destinationHandle), at: destinationOffset, length: length) { (allowed) throws(Errno) in
                 try Backing.copyFileRange(from: descriptor(sourceHandle), at: sourceOffset,

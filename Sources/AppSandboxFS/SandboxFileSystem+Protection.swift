@@ -77,25 +77,25 @@ extension SandboxFileSystem {
     /// Whether `operation` on an entry of class `protection` may go ahead
     /// now; on a refusal, logs the `DataProtection:` line (P8) and answers EPERM.
     func protectionDenial(_ operation: ProtectionOperation, _ protection: ProtectionClass, _ request: Request,
-                          at place: Place) -> Errno? {
+                          at place: Place, writing: Bool = false) -> Errno? {
         let state = dataProtection.keyState()
         if ProtectionPolicy.allows(operation, protection, in: state) { return nil }
-        denials.recordDataProtection(pid: request.caller.pid, operation: operation.logName, path: mountPath(place),
+        denials.recordDataProtection(pid: request.caller.pid, operation: operation.logName(writing: writing), path: mountPath(place),
                                      protection: protection, state: state.deviceState)
         return .notPermitted
     }
 
     /// Content I/O through an open handle (read, write, fsync, fallocate,
     /// copy_file_range, ftruncate).
-    func handleDenial(_ request: Request, handle fd: FileDescriptor, node id: NodeID) -> Errno? {
+    func handleDenial(_ request: Request, handle fd: FileDescriptor, node id: NodeID, writing: Bool) -> Errno? {
         guard let protection = dataProtection.protection(ofHandle: fd) else { return nil }
-        return protectionDenial(.descriptorIO, protection, request, at: .node(nodes.node(id)))
+        return protectionDenial(.descriptorIO, protection, request, at: .node(nodes.node(id)), writing: writing)
     }
 
     /// Opening an existing file: its class, or the refusal.
-    func openProtection(_ request: Request, node: Node) throws(Errno) -> ProtectionClass {
+    func openProtection(_ request: Request, node: Node, writing: Bool) throws(Errno) -> ProtectionClass {
         let protection = protectionClass(of: node)
-        if let denied = protectionDenial(.open, protection, request, at: .node(node)) { throw denied }
+        if let denied = protectionDenial(.open, protection, request, at: .node(node), writing: writing) { throw denied }
         return protection
     }
 
@@ -109,7 +109,7 @@ extension SandboxFileSystem {
     /// A setattr of the size: through the handle (ftruncate) it is I/O on
     /// it; by path (truncate) it is an open in disguise.
     func sizeChangeDenial(_ request: Request, handle: FileHandle?, node: Node) -> Errno? {
-        if let handle { return handleDenial(request, handle: descriptor(handle), node: node.id) }
+        if let handle { return handleDenial(request, handle: descriptor(handle), node: node.id, writing: true) }
         return protectionDenial(.truncate, protectionClass(of: node), request, at: .node(node))
     }
 

@@ -78,13 +78,14 @@ public enum ProtectionOperation: Sendable, CaseIterable, Hashable {
     /// the entry's current class is unavailable).
     case setClass
 
-    /// The operation name of the `DataProtection:` denial line (P8), in
-    /// the style of part one's sandbox operation names.
-    public var logName: String {
+    /// The operation name of the `DataProtection:` denial line (P8), as
+    /// part one names the same call: an open for writing or truncating, and
+    /// a write, fsync, fallocate or ftruncate through a descriptor, are
+    /// `file-write-data`; an open for reading and a read, `file-read-data`.
+    public func logName(writing: Bool) -> String {
         switch self {
-        case .open: "file-read-data"
+        case .open, .descriptorIO: writing ? "file-write-data" : "file-read-data"
         case .create: "file-write-create"
-        case .descriptorIO: "file-read-data"
         case .truncate: "file-write-data"
         case .setClass: "file-write-xattr"
         }

@@ -87,6 +87,12 @@ struct LockScreenTests {
             #expect(lines.contains { $0.hasSuffix("deny(1) file-write-create \(m.documents)/vault/new.txt NSFileProtectionComplete locked") })
             #expect(lines.contains { $0.hasSuffix("deny(1) file-read-data \(m.documents)/b.txt NSFileProtectionCompleteUnlessOpen locked") })
             #expect(lines.count == 8, "\(lines)")
+            // Operations named as part one names them: the opens for reading
+            // (cat, O_RDONLY) read, the others (O_WRONLY, O_RDWR, O_TRUNC,
+            // truncate) write.
+            let onA = lines.filter { $0.contains(" \(m.documents)/a.txt ") }
+            #expect(onA.filter { $0.contains(" deny(1) file-read-data ") }.count == 2, "\(onA)")
+            #expect(onA.filter { $0.contains(" deny(1) file-write-data ") }.count == 4, "\(onA)")
             m.unlock()
             #expect(Protect.cat(m.documents + "/a.txt") == "a")   // content intact after unlock
         }
@@ -107,6 +113,11 @@ struct LockScreenTests {
             #expect(Protect.fsync(fd) == EPERM)
             #expect(Protect.fallocate(fd, length: 4096) == EPERM)
             #expect(Protect.ftruncate(fd, 0) == EPERM)
+            // P8: the write, fsync, fallocate and ftruncate through the
+            // descriptor are logged as writes, the reads as reads.
+            let through = m.protectionLines()
+            #expect(through.contains { $0.contains(" deny(1) file-write-data \(m.documents)/a.txt ") }, "\(through)")
+            #expect(through.contains { $0.contains(" deny(1) file-read-data \(m.documents)/a.txt ") }, "\(through)")
             #expect(Protect.open(m.documents + "/a.txt", O_RDONLY).outcome == "EPERM")
             // Metadata keeps working.
             #expect(RulesSys.stat(m.documents + "/a.txt").rulesValue?.st_size == 2)
