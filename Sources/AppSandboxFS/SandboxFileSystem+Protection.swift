@@ -26,10 +26,12 @@ extension SandboxFileSystem {
     /// while the file is mounted and known to the kernel is seen once the
     /// kernel forgets the node.
     func protectionClass(of node: Node) -> ProtectionClass {
-        switch zone(of: node) {
+        let zone = zone(of: node)
+        switch zone {
         case .bundle, .bundleFolder: return .none
         default: break
         }
+        if ProtectionPolicy.classIsFixed(in: zone) { return dataProtection.defaultClass }
         if node.sharesItsFile.load(ordering: .relaxed) { return readProtectionClass(of: node) }
         if let cached = ProtectionClass(cacheValue: node.protectionCache.load(ordering: .acquiring)) { return cached }
         let read = readProtectionClass(of: node)
@@ -154,6 +156,7 @@ extension SandboxFileSystem {
                             flags: XattrFlags) throws(Errno) {
         guard name.elementsEqual(ProtectionXattrs.mountName.utf8) else { throw .notPermitted }
         guard let protection = ProtectionClass(attributeValue: value) else { throw .invalidArgument }
+        try refuseIfClassIsFixed(request, node)
         if let denied = protectionDenial(.setClass, protectionClass(of: node), request, at: .node(node)) { throw denied }
         // Writers one at a time, so that the remembered class is the one
         // written last.
@@ -166,10 +169,21 @@ extension SandboxFileSystem {
         dataProtection.classChanged(node.key, to: protection)
     }
 
+    /// P1: the root, Documents, Library and tmp keep the default class:
+    /// EPERM, and a DataProtection line, for any attempt to change it.
+    private func refuseIfClassIsFixed(_ request: Request, _ node: Node) throws(Errno) {
+        guard ProtectionPolicy.classIsFixed(in: zone(of: node)) else { return }
+        denials.recordDataProtection(pid: request.caller.pid, operation: ProtectionOperation.setClass.logName(writing: true),
+                                     path: mountPath(.node(node)), protection: dataProtection.defaultClass,
+                                     state: dataProtection.keyState().deviceState)
+        throw .notPermitted
+    }
+
     /// removexattr: drops the explicit class; the entry goes back to the one
     /// it got at creation (P2, P3).
     func removeProtectionClass(_ request: Request, _ node: Node, name: [UInt8]) throws(Errno) {
         guard name.elementsEqual(ProtectionXattrs.mountName.utf8) else { throw .notPermitted }
+        try refuseIfClassIsFixed(request, node)
         if let denied = protectionDenial(.setClass, protectionClass(of: node), request, at: .node(node)) { throw denied }
         let now = try classWriters.withLock { _ throws(Errno) -> ProtectionClass in
             try node.withFD { (fd) throws(Errno) in try Backing.removexattr(fd, ProtectionXattrs.explicitName) }

@@ -10,6 +10,17 @@ public enum ProtectionPolicy {
     public static func allows(_ operation: ProtectionOperation, _ protection: ProtectionClass, in state: KeyState) -> Bool {
         ClassRules.of(protection).row(operation).allows(state)
     }
+
+    /// P1: the container root, Documents, Library and tmp themselves have
+    /// the container's default class, always: it is what their entries
+    /// start from (P3). Setting or removing a class on them is EPERM, and
+    /// their class reads as the default whatever the backing folder holds.
+    public static func classIsFixed(in zone: Zone) -> Bool {
+        switch zone {
+        case .root, .documentsFolder, .libraryFolder, .tmpFolder: true
+        default: false
+        }
+    }
 }
 
 /// A row: allowed (true) or EPERM (false) in each key state.

@@ -25,6 +25,27 @@ struct ProtectionClassTests {
         }
     }
 
+    @Test("P1 P3 the root, Documents, Library and tmp keep the default class: setting or removing one is EPERM and a DataProtection line; new entries at their root get the default")
+    func systemFoldersKeepTheDefault() throws {
+        try withMountedContainer { m in
+            for folder in [m.mountpoint, m.documents, m.library, m.tmp] {
+                #expect(Protect.setClass(folder, classD) == EPERM, "\(folder)")
+                #expect(RulesSys.removexattr(folder, "NSFileProtectionKey") == EPERM, "\(folder)")
+                #expect(Protect.classOf(folder) == classC, "\(folder)")
+            }
+            // Their entries take the default (P3), also a folder of
+            // Library's own, which may take a class of its own.
+            try writeFile(m.documents + "/new.txt", "x")
+            #expect(Protect.classOf(m.documents + "/new.txt") == classC)
+            #expect(Protect.setClass(m.caches, classD) == 0)
+            try writeFile(m.caches + "/c.bin", "c")
+            #expect(Protect.classOf(m.caches + "/c.bin") == classD)
+            let lines = m.protectionLines()
+            #expect(lines.filter { $0.contains(" deny(1) file-write-xattr \(m.documents) ") }.count == 2, "\(lines)")
+            #expect(lines.count == 8, "\(lines)")
+        }
+    }
+
     @Test("P4 init --protection CLASS sets the container's default, kept in the container; an unknown class is one line and changes nothing")
     func containerDefault() throws {
         try withMountedContainer(prepare: { backing in
