@@ -21,12 +21,19 @@
 //   identity change: even with --user 501 the command could read the keys
 //   root's login session holds (network file system credentials and the
 //   like) and add its own to root's user keyring.
+// - New namespaces (unshare, clone with a CLONE_NEW* flag, setns): EPERM.
+//   Without any capability, a process may still make a user namespace and,
+//   inside it, mount namespaces of its own where it is root; R3 wants the
+//   command without the privilege to change mounts or namespaces at all.
+//   clone3 passes its flags in a struct the filter cannot read: ENOSYS, and
+//   the C library falls back to clone, whose flags it can.
 // - Every other ABI (i386 through int 0x80, x32): refused with ENOSYS, or
 //   the same call through another system call number would pass.
 #define _GNU_SOURCE
 #include "confine_filter.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stddef.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
@@ -68,6 +75,14 @@
     ALLOW, FAIL(EPERM)
 
 #define SET_ID (S_ISUID | S_ISGID)
+// Every namespace flag clone and unshare take. CLONE_NEWTIME (0x80) is left
+// out of clone's: there the low byte is the exit signal, and clone cannot
+// make a time namespace anyway (unshare can: its own list has it).
+#define NEW_NAMESPACES (CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWCGROUP)
+#define NEW_TIME_NAMESPACE 0x00000080
+#ifndef __NR_clone3
+#define __NR_clone3 435
+#endif
 
 int asfs_confine_install_filter(void) {
     struct sock_filter filter[] = {
@@ -81,6 +96,10 @@ int asfs_confine_install_filter(void) {
         REFUSE(__NR_io_uring_setup, ENOSYS),
         REFUSE(__NR_io_uring_enter, ENOSYS),
         REFUSE(__NR_io_uring_register, ENOSYS),
+        REFUSE(__NR_clone3, ENOSYS),
+        REFUSE(__NR_setns, EPERM),
+        REFUSE_BITS(__NR_unshare, 0, NEW_NAMESPACES | NEW_TIME_NAMESPACE),
+        REFUSE_BITS(__NR_clone, 0, NEW_NAMESPACES),
         REFUSE_BITS(__NR_fchmod, 1, SET_ID),
         REFUSE_BITS(__NR_fchmodat, 2, SET_ID),
 #ifdef __NR_fchmodat2

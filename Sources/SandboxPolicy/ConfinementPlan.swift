@@ -13,6 +13,9 @@
 ///   source, gets an empty read-only folder mounted on it. A path under /tmp
 ///   or /var/tmp needs none (the container's tmp covers it), nor does a path
 ///   under another hidden or unmounted one.
+/// - The drivers' state folders (their status records and control sockets)
+///   get one too: a command running as root could otherwise lock, unlock
+///   or reboot its own device, or another container's (R2, R3).
 /// - A hidden or unmounted path that holds the mountpoint would take the
 ///   container with it: refused.
 public struct ConfinementPlan: Equatable, Sendable {
@@ -57,8 +60,11 @@ public struct ConfinementPlan: Equatable, Sendable {
     ///   - mounts: every container mount the kernel lists, this one included.
     ///   - temporaryFolders: /tmp and /var/tmp, and their real paths when
     ///     they differ (the container's tmp is mounted on them).
+    ///   - stateFolders: the folders of the drivers' status records and
+    ///     control sockets.
     public static func make(container: ContainerMount, bundleSource: String?, mounts: [ContainerMount],
-                            temporaryFolders: [String] = ["/tmp", "/var/tmp"]) -> Result<ConfinementPlan, Refusal> {
+                            temporaryFolders: [String] = ["/tmp", "/var/tmp"],
+                            stateFolders: [String] = []) -> Result<ConfinementPlan, Refusal> {
         let mountpoint = container.mountpoint
         if let folder = temporaryFolders.first(where: { isInside(mountpoint, $0) }) {
             return .failure(.mountpointInTemporaryFolder(folder))
@@ -73,8 +79,9 @@ public struct ConfinementPlan: Equatable, Sendable {
         var candidates: [(path: String, role: String)] = [(container.backing, "its backing directory")]
         if let bundleSource { candidates.append((bundleSource, "its bundle source")) }
         candidates += others.map { ($0.backing, "another container's backing directory") }
+        candidates += stateFolders.map { ($0, "the drivers' state folder") }
         var hide: [String] = []
-        for (path, role) in candidates.sorted(by: { $0.path < $1.path }) where path.hasPrefix("/") {
+        for (path, role) in candidates.sorted(by: { $0.path < $1.path }) where path.hasPrefix("/") && !hide.contains(path) {
             if isInside(mountpoint, path) { return .failure(.mountpointInside(path, role: role)) }
             if temporaryFolders.contains(where: { isInside(path, $0) }) { continue }
             if (hide + detach).contains(where: { isInside(path, $0) }) { continue }

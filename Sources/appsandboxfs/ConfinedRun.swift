@@ -77,15 +77,30 @@ enum ConfinedRun {
 
     /// The plan for this container, or the one-line refusal (R1, R5).
     static func makePlan(for container: MountedContainerPath) throws -> ConfinementPlan {
+        // In a user namespace other than the first, the mounts inherited from
+        // outside are locked: the other containers could not be unmounted
+        // (umount answers EINVAL, as for a folder that is no mount), and the
+        // command would run half-confined (R2, R5).
+        if let map = try? String(contentsOfFileWithoutFoundation: "/proc/self/uid_map"),
+           map.split(whereSeparator: \.isWhitespace) != ["0", "0", "4294967295"] {
+            throw Failure("\(container.mountpoint): --confine cannot make its world inside a user namespace (the mounts inherited there are locked, so other containers could not be unmounted); nothing was run")
+        }
         let mounts = MountTable.entries().filter { $0.fsType == MountTable.containerType }
             .map { ConfinementPlan.ContainerMount(mountpoint: $0.mountpoint, backing: $0.source) }
-        let bundleSource = StatusFile.records().last { $0.alive && $0.record.mountpoint == container.mountpoint }?
-            .record.options.bundle
+        // The bundle source is known only from the driver's record: without
+        // the records it could not be hidden (R2), so nothing runs (R5).
+        let records: [(record: MountRecord, alive: Bool)]
+        do { records = try StatusFile.recordsOrFailure() } catch {
+            throw Failure("\(container.mountpoint): cannot read the drivers' status records (\(error)), which name what the confined world must hide; nothing was run")
+        }
+        let bundleSource = records.last { $0.alive && $0.record.mountpoint == container.mountpoint }?.record.options.bundle
         var temporaryFolders = ["/tmp", "/var/tmp"]
         temporaryFolders += temporaryFolders.compactMap(realPath).filter { !temporaryFolders.contains($0) }
         let this = ConfinementPlan.ContainerMount(mountpoint: container.mountpoint, backing: container.backing)
+        // Root's drivers' folder whoever runs this, and this user's own.
+        let stateFolders = Array(Set(["/run/appsandboxfs", StatusFile.directory]))
         switch ConfinementPlan.make(container: this, bundleSource: bundleSource, mounts: mounts,
-                                    temporaryFolders: temporaryFolders) {
+                                    temporaryFolders: temporaryFolders, stateFolders: stateFolders) {
         case .success(let plan): return plan
         case .failure(let refusal): throw Failure("\(container.mountpoint): \(refusal)")
         }

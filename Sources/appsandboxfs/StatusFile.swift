@@ -151,6 +151,20 @@ enum StatusFile {
         }
     }
 
+    /// Every record in the state dir, with whether its driver still runs;
+    /// none when the folder is missing. Throws when it cannot be read or is
+    /// not safe: for a caller that must not go on without them
+    /// (`run --confine`, which hides what they name).
+    static func recordsOrFailure() throws -> [(record: MountRecord, alive: Bool)] {
+        let folder: StateFolder
+        do {
+            folder = try StateFolder(directory, create: false)
+        } catch is StateFolder.Missing {
+            return []
+        }
+        return records(in: folder)
+    }
+
     /// Every readable record in the state dir, with whether its driver still
     /// runs. None when the folder is missing or not safe (a warning says why).
     static func records() -> [(record: MountRecord, alive: Bool)] {
