@@ -199,7 +199,7 @@ struct MountCommand: ParsableCommand {
             session = try FuseSession(fileSystem: fileSystem, options: mountOptions, debug: debug,
                                       passthrough: configuration.usesPassthrough, killPrivV2: configuration.killPrivV2,
                                       ioUring: ioUring, log: { transportLogger.notice("\($0)") },
-                                      info: { transportLogger.info("\($0)") })
+                                      info: { transportLogger.debug("\($0)") })
             logger.debug("\(mountPath): libfuse options \(mountOptions.joined(separator: ",")); names cached \(configuration.entryTimeout) s, attributes \(configuration.attributeTimeout) s; \(configuration.maxThreads) threads; writeback \(configuration.writebackCache ? "on" : "off"), keep cache \(configuration.keepCache ? "on" : "off"), passthrough \(configuration.usesPassthrough ? "asked" : "off")")
         } catch {
             if toSyslog { logger.error("\(backingPath) at \(mountPath): \(error)") }

@@ -114,8 +114,15 @@ struct EcosystemStatusTests {
             // No record: status must ask the mount itself.
             #expect(unlink(state + "/\(pid).json") == 0)
             #expect(kill(pid, SIGSTOP) == 0)
-            // Resumed before the clean-up unmounts, whatever happens here.
-            defer { kill(pid, SIGCONT) }
+            // Resumed before the clean-up unmounts, whatever happens here,
+            // and answering again: a request still on its way would keep
+            // the mount busy for the clean-up's unmount.
+            defer {
+                kill(pid, SIGCONT)
+                var buffer = statvfs()
+                for _ in 0..<500 where statvfs(m.mountpoint, &buffer) != 0 { usleep(20_000) }
+                usleep(200_000)
+            }
             // Without a bound, this statfs blocks until runProcess's timeout kills it.
             let status = m.appsandboxfs(["status", "--json"])
             let mounts = jsonObject(status.stdout)?["mounts"] as? [[String: Any]]
