@@ -90,7 +90,14 @@ public final class CapacityLedger: Sendable {
     /// statfs through the mount: a disk of `capacity` bytes (Q1).
     public func statfs(_ backing: statvfs) -> statvfs {
         var result = backing
-        let unit = Int64(max(backing.f_frsize, 1))
+        // Q1: a total of exactly the capacity. Counted in the backing file
+        // system's fragment size when the capacity is a whole number of
+        // them, else in the largest power of two below it that divides the
+        // capacity (`--capacity 100000`: 32-byte units), so that df's
+        // blocks x fragment size is the capacity to the byte.
+        var unit = Int64(max(backing.f_frsize, 1))
+        while unit > 1 && capacity % unit != 0 { unit /= 2 }
+        result.f_frsize = UInt(unit)
         let used = withState { $0.used }
         result.f_blocks = fsblkcnt_t(capacity / unit)
         let free = fsblkcnt_t(max(0, capacity - used) / unit)

@@ -272,6 +272,13 @@ struct CapacityTests {
         try withMountedContainer(extraArguments: ["--capacity", "3G"]) { m in
             #expect(Self.disk(m.mountpoint).total == 3 << 30)
         }
+        // A size that is no whole number of 4 KiB blocks is still the total
+        // to the byte (df multiplies blocks by the fragment size).
+        for (size, bytes) in [("100000", Int64(100_000)), ("5k", Int64(5 << 10))] {
+            try withMountedContainer(extraArguments: ["--capacity", size]) { m in
+                #expect(Self.disk(m.mountpoint).total == bytes, "--capacity \(size)")
+            }
+        }
         let root = try makeTemporaryDirectory(prefix: "capacity-args")
         defer { removeTree(root) }
         try makeDirectory(root + "/mnt")
