@@ -47,8 +47,10 @@ extension SandboxFileSystem {
         }
         let visible = nameBytes(name.cString)
         if isSystemNamespace(visible) || strcmp(name.cString, Self.selinuxName) == 0 { reply.error(.notSupported); return }
-        if node.isSymlink { reply.error(.noData); return }
+        // Every entry has a class (P1), a symbolic link too: the container's
+        // default, since no user attribute can be stored on a link.
         if ProtectionXattrs.isProtectionName(visible) { getProtectionAttribute(node, name: visible, reply: reply); return }
+        if node.isSymlink { reply.error(.noData); return }
         do {
             let capacity = reply.capacity
             let result: (Int, [UInt8]) = try withCName(XattrNames.backingName(for: visible)) { (backing) throws(Errno) in

@@ -20,6 +20,13 @@ struct ProtectionClassTests {
             }
             try writeFile(m.documents + "/new.txt", "x")
             #expect(Protect.classOf(m.documents + "/new.txt") == classC)
+            // A symbolic link and a FIFO too (they can hold no attribute of
+            // their own: the container's default).
+            #expect(RulesSys.symlink("new.txt", m.documents + "/link") == 0)
+            let ofLink = runProcess(["getfattr", "-h", "--only-values", "-n", "NSFileProtectionKey", m.documents + "/link"])
+            #expect(ofLink.status == 0 && ofLink.stdout == classC, "\(ofLink)")
+            #expect(RulesSys.mkfifo(m.documents + "/fifo") == 0)
+            #expect(Protect.classOf(m.documents + "/fifo") == classC)
             #expect(Protect.classOf(m.bundle + "/Info.plist") == classD)
             #expect(Protect.classOf(m.bundle + "/app-binary") == classD)
         }
