@@ -84,7 +84,7 @@ final class OpenFolder {
                 if errno != 0 { throw Errno(rawValue: errno) }
                 break
             }
-            let name: RawName = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
+            let name: RawName = directoryEntryName(entry)
             if name != [0x2E] && name != [0x2E, 0x2E] { names.append(name) }
         }
         return names.sorted { $0.lexicographicallyPrecedes($1) }

@@ -1,3 +1,4 @@
+import BackingStore
 import Glibc
 
 /// Which processes keep a mount busy: what `unmount` names when it refuses
@@ -11,7 +12,7 @@ enum MountUsers {
         var found: [String] = []
         let me = getpid()
         while let entry = readdir(proc) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let name = String(decoding: directoryEntryName(entry), as: UTF8.self)
             guard let pid = pid_t(name), pid != me else { continue }
             if let use = use(of: mountpoint, by: pid) {
                 found.append("\(command(pid)) (pid \(pid)): \(use)")
@@ -30,7 +31,7 @@ enum MountUsers {
         if let fds = opendir(base + "/fd") {
             defer { closedir(fds) }
             while let entry = readdir(fds) {
-                let fd = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                let fd = String(decoding: directoryEntryName(entry), as: UTF8.self)
                 guard Int32(fd) != nil, let target = readLink(base + "/fd/" + fd), isUnder(target, mountpoint) else { continue }
                 return "open file \(target)"
             }

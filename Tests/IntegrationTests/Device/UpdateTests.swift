@@ -196,7 +196,9 @@ struct UpdateTests {
         guard let proc = opendir("/proc") else { return nil }
         defer { closedir(proc) }
         while let entry = readdir(proc) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let name = withUnsafePointer(to: &entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+            }
             guard let pid = pid_t(name), pid != getpid() else { continue }
             let argv = (readFileBytes("/proc/\(pid)/cmdline") ?? []).split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
             if argv.count > 2, argv[0].hasSuffix("appsandboxfs"), argv[1] == "mount", argv.contains(backing) { return pid }
