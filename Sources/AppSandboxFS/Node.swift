@@ -36,10 +36,10 @@ final class Node: Sendable {
     /// last used for the file (nil for the root, which has none) and that
     /// name, as bytes.
     nonisolated(unsafe) var parent: Node?
-    nonisolated(unsafe) var name: [UInt8]
+    nonisolated(unsafe) var name: NodeName
     /// The names in this folder the kernel holds, each with its node. Under
     /// the table's lock.
-    nonisolated(unsafe) var children: [[UInt8]: Node] = [:]
+    nonisolated(unsafe) var children: [NodeName: Node] = [:]
     private let noCapability = Atomic<Bool>(false)
     /// The node's data protection class once read (0: not read yet; else
     /// `ProtectionClass.cacheValue`). See `protectionClass(of:)`.
@@ -62,7 +62,7 @@ final class Node: Sendable {
 
     /// A node holding `fd`, an O_PATH descriptor on its file. With a handle
     /// the descriptor still has to be given to the cache (`admit`).
-    init(fd: FileDescriptor, stat: stat, parent: Node?, name: [UInt8], handle: BackingHandle?, cache: DescriptorCache) {
+    init(fd: FileDescriptor, stat: stat, parent: Node?, name: NodeName, handle: BackingHandle?, cache: DescriptorCache) {
         key = InodeKey(stat)
         isDirectory = stat.st_mode & S_IFMT == S_IFDIR
         isSymlink = stat.st_mode & S_IFMT == S_IFLNK
@@ -71,6 +71,14 @@ final class Node: Sendable {
         self.handle = handle
         self.cache = cache
         slot = Atomic(Slot.encode(fd) | (handle == nil ? Slot.kept : Slot.referenced))
+    }
+
+    /// Takes `child` out of this folder's map if its name there is still
+    /// `child`'s (one search of the map). Under the table's lock.
+    func removeChild(_ child: Node) {
+        if let entry = children.index(forKey: child.name), children.values[entry] === child {
+            children.remove(at: entry)
+        }
     }
 
     /// Known to have no security.capability attribute. Only a setxattr

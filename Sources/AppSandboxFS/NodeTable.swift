@@ -44,7 +44,7 @@ final class NodeTable: Sendable {
     init(rootFD: FileDescriptor, stat: stat, layout: ContainerLayout, cache: DescriptorCache) {
         self.cache = cache
         self.layout = layout
-        root = Node(fd: rootFD, stat: stat, parent: nil, name: [], handle: nil, cache: cache)
+        root = Node(fd: rootFD, stat: stat, parent: nil, name: NodeName([]), handle: nil, cache: cache)
     }
 
     /// The file system is gone, and with it every request: the kernel's
@@ -100,7 +100,7 @@ final class NodeTable: Sendable {
     /// reused: the new file gets a node of its own, and the old node lives
     /// on, detached from the index, until the kernel forgets it (its
     /// descriptor, if it ever gets one, reaches only the old file).
-    func remember(fd: FileDescriptor, stat: stat, parent: Node, name: [UInt8]) -> Node {
+    func remember(fd: FileDescriptor, stat: stat, parent: Node, name: NodeName) -> Node {
         let key = InodeKey(stat)
         if key == root.key {
             Backing.close(fd)
@@ -190,11 +190,11 @@ final class NodeTable: Sendable {
     /// names a file by its node only, whichever name the caller used; with a
     /// node per such name, every request is judged by the name it came
     /// through (and a denial names that path). Under the lock.
-    private func needsOwnNode(_ existing: Node, in parent: Node, as name: [UInt8]) -> Bool {
+    private func needsOwnNode(_ existing: Node, in parent: Node, as name: NodeName) -> Bool {
         guard existing !== root, existing.parent !== parent || existing.name != name else { return false }
         if existing.isSymlink { return existing.parent !== parent }
         guard !existing.isDirectory else { return false }
-        let here = layout.zone(ofChild: name, in: zoneLocked(parent))
+        let here = layout.zone(ofChild: name.bytes, in: zoneLocked(parent))
         return !SandboxPolicy.sameRulesForFiles(zoneLocked(existing), here)
     }
 
@@ -214,7 +214,7 @@ final class NodeTable: Sendable {
             let left = node.lookups.subtract(min(count, node.lookups.load(ordering: .relaxed)), ordering: .relaxed).newValue
             guard left == 0 else { return false }
             if index[node.key] === node { index[node.key] = nil }
-            if let parent = node.parent, parent.children[node.name] === node { parent.children[node.name] = nil }
+            if let parent = node.parent { parent.removeChild(node) }
             shrank = shrinkIfMostlyEmpty(&index)
             return true
         }
@@ -265,7 +265,7 @@ final class NodeTable: Sendable {
     /// put a folder below itself (a tree gone stale by changes made in the
     /// backing directory behind the driver's back) is refused: the node
     /// stays where it was, and the tree stays a tree.
-    private func place(_ node: Node, in parent: Node, as name: [UInt8], isNew: Bool = false) {
+    private func place(_ node: Node, in parent: Node, as name: NodeName, isNew: Bool = false) {
         if !isNew {
             if node === root { return }
             if node.parent !== parent || node.name != name {
@@ -274,7 +274,7 @@ final class NodeTable: Sendable {
                     if current === node { return }
                     ancestor = current.parent
                 }
-                if let old = node.parent, old.children[node.name] === node { old.children[node.name] = nil }
+                if let old = node.parent { old.removeChild(node) }
                 node.parent = parent
                 node.name = name
             }
@@ -286,12 +286,10 @@ final class NodeTable: Sendable {
     /// The kernel's view of a rename that succeeded: the node at `name` in
     /// `parent` is now `newName` in `newParent`; with `exchange` the node
     /// that was there took the old place, else that node lost its name.
-    func renamed(_ name: [UInt8], in parent: Node, to newName: [UInt8], in newParent: Node, exchange: Bool) {
+    func renamed(_ name: NodeName, in parent: Node, to newName: NodeName, in newParent: Node, exchange: Bool) {
         state.withLock { _ in
-            let moved = parent.children[name]
-            let other = newParent.children[newName]
-            if moved != nil { parent.children[name] = nil }
-            if other != nil { newParent.children[newName] = nil }
+            let moved = parent.children.removeValue(forKey: name)
+            let other = newParent.children.removeValue(forKey: newName)
             if let moved { place(moved, in: newParent, as: newName) }
             if exchange, let other { place(other, in: parent, as: name) }
         }
@@ -299,7 +297,7 @@ final class NodeTable: Sendable {
 
     /// The kernel's view of an unlink or rmdir that succeeded: `name` is
     /// gone from `parent`. Its node keeps its place (see the type's comment).
-    func removed(_ name: [UInt8], in parent: Node) {
+    func removed(_ name: NodeName, in parent: Node) {
         state.withLock { _ in parent.children[name] = nil }
     }
 
@@ -324,9 +322,9 @@ final class NodeTable: Sendable {
             current = parent
         }
         var zone = Zone.root
-        if let first { zone = layout.zone(ofChild: first.name, in: zone) }
-        if let second { zone = layout.zone(ofChild: second.name, in: zone) }
-        if let third { zone = layout.zone(ofChild: third.name, in: zone) }
+        if let first { zone = layout.zone(ofChild: first.name.bytes, in: zone) }
+        if let second { zone = layout.zone(ofChild: second.name.bytes, in: zone) }
+        if let third { zone = layout.zone(ofChild: third.name.bytes, in: zone) }
         return zone
     }
 
@@ -341,7 +339,7 @@ final class NodeTable: Sendable {
             var names: [[UInt8]] = []
             var current = node
             while let parent = current.parent {
-                names.append(current.name)
+                names.append(current.name.bytes)
                 current = parent
             }
             return names.reversed()

@@ -163,7 +163,7 @@ extension SandboxFileSystem {
                 nodes.keepIfLastName(in: folder, name.cString)
                 try charged(removing: name.cString, in: folder) { () throws(Errno) in try Backing.unlink(in: folder, name.cString) }
             }
-            nodes.removed(nameBytes(name.cString), in: parent)
+            nodes.removed(NodeName(name.cString), in: parent)
         }, reply)
     }
 
@@ -175,7 +175,7 @@ extension SandboxFileSystem {
                 nodes.keepIfLastName(in: folder, name.cString)
                 try charged(removing: name.cString, in: folder) { () throws(Errno) in try Backing.rmdir(in: folder, name.cString) }
             }
-            nodes.removed(nameBytes(name.cString), in: parent)
+            nodes.removed(NodeName(name.cString), in: parent)
         }, reply)
     }
 
@@ -183,11 +183,11 @@ extension SandboxFileSystem {
                        flags: RenameFlags, reply: consuming ReplyStatus) {
         let parent = nodes.node(id)
         let newParent = nodes.node(newID)
-        let source = nameBytes(name.cString)
-        let target = nameBytes(newName.cString)
+        let source = NodeName(name.cString)
+        let target = NodeName(newName.cString)
         let folder = zone(of: parent)
-        let moved = nodes.layout.zone(ofChild: source, in: folder)
-        let destination = nodes.zone(ofChild: target, in: newParent)
+        let moved = nodes.layout.zone(ofChild: source.bytes, in: folder)
+        let destination = nodes.zone(ofChild: target.bytes, in: newParent)
         let operation: FileOperation
         if flags.contains(.exchange) {
             operation = .exchange(first: moved, second: destination)

@@ -50,7 +50,9 @@ extension SandboxFileSystem {
 
     /// The class stored on a file: explicit first, then the one from its creation.
     static func storedClass(_ fd: FileDescriptor) -> ProtectionClass? {
-        for name in [ProtectionXattrs.explicitName, ProtectionXattrs.atCreationName] {
+        let present = ProtectionXattrs.classNamesPresent(fd)
+        for (name, isThere) in [(ProtectionXattrs.explicitName, present?.explicit ?? true),
+                                (ProtectionXattrs.atCreationName, present?.atCreation ?? true)] where isThere {
             if let value = ProtectionXattrs.stored(fd, name), let stored = ProtectionClass(attributeValue: value) {
                 return stored
             }

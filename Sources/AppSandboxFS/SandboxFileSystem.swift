@@ -158,7 +158,7 @@ public final class SandboxFileSystem: FileSystemOperations {
             Backing.close(fd)
             throw error
         }
-        let node = nodes.remember(fd: fd, stat: attributes, parent: parent, name: bytes)
+        let node = nodes.remember(fd: fd, stat: attributes, parent: parent, name: NodeName(bytes))
         return (node, attributes)
     }
 

@@ -47,6 +47,30 @@ public enum ProtectionXattrs {
         return count >= 0 ? Array(buffer[0..<count]) : nil
     }
 
+    /// Which of the two class attributes (explicit, at creation) the file
+    /// `fd` holds has. One listxattr answers for both, and most files have
+    /// neither: each attribute call on an O_PATH descriptor goes through
+    /// /proc/self/fd (about 1.4 µs here), so a class read of such a file
+    /// costs one call instead of two. nil: the list could not be read
+    /// (more names than the buffer holds): ask for each.
+    public static func classNamesPresent(_ fd: FileDescriptor) -> (explicit: Bool, atCreation: Bool)? {
+        var list = [CChar](repeating: 0, count: 2048)
+        let count = list.withUnsafeMutableBufferPointer { (try? Backing.listxattr(fd, into: $0)) ?? -1 }
+        guard count >= 0 else { return nil }
+        var present = (explicit: false, atCreation: false)
+        let explicit = Array(explicitName.utf8), atCreation = Array(atCreationName.utf8)
+        var start = 0
+        while start < count {
+            var end = start
+            while end < count && list[end] != 0 { end += 1 }
+            let name = list[start..<end].lazy.map { UInt8(bitPattern: $0) }
+            if name.elementsEqual(explicit) { present.explicit = true }
+            if name.elementsEqual(atCreation) { present.atCreation = true }
+            start = end + 1
+        }
+        return present
+    }
+
     /// The same by path, without following a last symbolic link (tools
     /// outside the driver: init, backup-report).
     public static func stored(path: String, _ name: String) -> [UInt8]? {

@@ -41,7 +41,7 @@ final class TreeFixture {
     @discardableResult
     func lookup(_ name: String, in parent: Node) throws -> Node {
         let fd = try parent.withFD { (folder) throws(Errno) in try Backing.openPath(in: folder, name) }
-        return table.remember(fd: fd, stat: try Backing.stat(fd), parent: parent, name: Array(name.utf8))
+        return table.remember(fd: fd, stat: try Backing.stat(fd), parent: parent, name: NodeName(Array(name.utf8)))
     }
 
     /// Looks up each component of `relative` from the root.
@@ -91,12 +91,12 @@ struct NodeTreeTests {
         let library = try f.lookupPath("Library")
         #expect(f.table.zone(of: z) == .documents)
         #expect(rename(f.path + "/Documents/x", f.path + "/Library/x") == 0)
-        f.table.renamed(Array("x".utf8), in: documents, to: Array("x".utf8), in: library, exchange: false)
+        f.table.renamed(NodeName(Array("x".utf8)), in: documents, to: NodeName(Array("x".utf8)), in: library, exchange: false)
         #expect(f.table.zone(of: z) == .library)
         #expect(f.path(of: z) == "Library/x/y/z")
         // Into the Inbox under another name.
         let inbox = try f.lookupPath("Documents/Inbox")
-        f.table.renamed(Array("x".utf8), in: library, to: Array("w".utf8), in: inbox, exchange: false)
+        f.table.renamed(NodeName(Array("x".utf8)), in: library, to: NodeName(Array("w".utf8)), in: inbox, exchange: false)
         #expect(f.table.zone(of: z) == .inbox)
         #expect(f.path(of: z) == "Documents/Inbox/w/y/z")
     }
@@ -107,12 +107,12 @@ struct NodeTreeTests {
         for p in ["Documents/", "tmp/", "Documents/a", "tmp/b"] { f.make(p) }
         let a = try f.lookupPath("Documents/a"), b = try f.lookupPath("tmp/b")
         let documents = try f.lookupPath("Documents"), tmp = try f.lookupPath("tmp")
-        f.table.renamed(Array("a".utf8), in: documents, to: Array("b".utf8), in: tmp, exchange: true)
+        f.table.renamed(NodeName(Array("a".utf8)), in: documents, to: NodeName(Array("b".utf8)), in: tmp, exchange: true)
         #expect(f.path(of: a) == "tmp/b" && f.table.zone(of: a) == .tmp)
         #expect(f.path(of: b) == "Documents/a" && f.table.zone(of: b) == .documents)
-        f.table.removed(Array("a".utf8), in: documents)
+        f.table.removed(NodeName(Array("a".utf8)), in: documents)
         #expect(f.path(of: b) == "Documents/a", "an unlinked node keeps its last place")
-        #expect(documents.children[Array("a".utf8)] == nil)
+        #expect(documents.children[NodeName(Array("a".utf8))] == nil)
     }
 
     @Test("A file with two names is at the name the kernel used last")
@@ -159,7 +159,7 @@ struct NodeTreeTests {
         var stat = try Backing.stat(fd)
         stat.st_ino = ino_t(oldKey.inode)
         stat.st_dev = dev_t(oldKey.device)
-        let new = f.table.remember(fd: fd, stat: stat, parent: documents, name: Array("new".utf8))
+        let new = f.table.remember(fd: fd, stat: stat, parent: documents, name: NodeName(Array("new".utf8)))
         #expect(new !== old, "the new file got the old node")
         #expect(f.table.existing(oldKey) === new)
         // The old node is still a valid object the kernel can name, and still
