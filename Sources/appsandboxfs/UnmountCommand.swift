@@ -1,4 +1,5 @@
 import ArgumentParser
+import CLinux
 import Foundation
 import MountInfo
 import Spawning
@@ -68,12 +69,48 @@ extension UnmountCommand {
     /// tmp (T2) and exits; returning earlier would let a new mount of the
     /// container, or a look at tmp, race with that.
     static func waitForExit(_ driver: MountRecord) {
+        // A pidfd polls readable the moment the process ends: no polling
+        // interval added to every unmount. Opened first, then the record
+        // checked, so that the descriptor is the driver's and not a later
+        // process that took its pid.
+        let process = asfs_pidfd_open(driver.pid)
+        defer { if process >= 0 { close(process) } }
+        guard StatusFile.isAlive(driver) else { return }
         // Bounded: a driver that cannot finish is reported, not waited for forever.
-        for _ in 0..<60_000 {
-            guard StatusFile.isAlive(driver) else { return }
+        let limit = 120_000
+        let ended = process >= 0 ? ended(process, driver, withinMilliseconds: limit)
+                                 : gone(driver, withinMilliseconds: limit)
+        if !ended {
+            FileHandleless.warn("the driver (pid \(driver.pid)) has not exited 2 minutes after the unmount: tmp may not be empty yet")
+        }
+    }
+
+    /// Waits for the pidfd `process` to poll readable.
+    private static func ended(_ process: Int32, _ driver: MountRecord, withinMilliseconds limit: Int) -> Bool {
+        let deadline = monotonicMilliseconds() + limit
+        var entry = pollfd(fd: process, events: Int16(POLLIN), revents: 0)
+        while true {
+            let left = deadline - monotonicMilliseconds()
+            guard left > 0 else { return false }
+            let ready = poll(&entry, 1, Int32(left))
+            if ready > 0 { return true }
+            if ready < 0 && errno != EINTR { return gone(driver, withinMilliseconds: left) }
+        }
+    }
+
+    /// Where pidfd_open is refused (a seccomp policy): asks every 2 ms.
+    private static func gone(_ driver: MountRecord, withinMilliseconds limit: Int) -> Bool {
+        for _ in 0..<max(1, limit / 2) {
+            guard StatusFile.isAlive(driver) else { return true }
             usleep(2_000)
         }
-        FileHandleless.warn("the driver (pid \(driver.pid)) has not exited 2 minutes after the unmount: tmp may not be empty yet")
+        return false
+    }
+
+    private static func monotonicMilliseconds() -> Int {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return now.tv_sec * 1_000 + now.tv_nsec / 1_000_000
     }
 }
 
