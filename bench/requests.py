@@ -48,6 +48,13 @@ def workloads(folder: Path, tree: Path):
         for i in range(N):
             os.close(os.open(work / f"g{i}", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
 
+    # As bench/runner.py's "stat N files, cold": the kernel's caches dropped
+    # after the creates, then an lstat of each.
+    def stat_cold():
+        subprocess.run(["sh", "-c", "sync; echo 3 > /proc/sys/vm/drop_caches"], check=True)
+        for i in range(N):
+            os.lstat(work / f"g{i}")
+
     def rename():
         for i in range(N):
             os.rename(work / f"g{i}", work / f"h{i}")
@@ -88,6 +95,7 @@ def workloads(folder: Path, tree: Path):
     files = tree_files(tree)
     return [
         ("create (open O_CREAT + close)", N, create),
+        ("stat (cold)", N, stat_cold),
         ("rename", N, rename),
         ("unlink", N, unlink),
         ("pwrite 4 KiB", N, write_4k),
