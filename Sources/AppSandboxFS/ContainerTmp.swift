@@ -1,5 +1,6 @@
 import BackingStore
 import Glibc
+import Synchronization
 import SystemPackage
 
 /// tmp across a driver's life (T2, T3, T4): emptied as the driver mounts (a
@@ -31,15 +32,25 @@ import SystemPackage
 /// folder of its own (the status records', writable by its user alone), the
 /// two locks are files there instead, named by the backing root's device
 /// and inode: "root" and "tmp" below mean those files.
+///
+/// The last driver of a container removes its two lock files after it has
+/// emptied tmp, while it holds both exclusively. Another driver may have
+/// opened them just before and be waiting for a lock: whoever takes a lock
+/// on a lock file checks afterwards that the name still leads to that file,
+/// and if not lets go and opens the name again (`LockFile.take`). Without
+/// that check the waiter would serve holding a lock on a removed file, and
+/// the next driver, on a new file of the same name, would think itself
+/// alone and empty tmp under it.
 public final class ContainerTmp: Sendable {
     /// The backing root, opened for reading.
     private let folder: Int32
     /// What the "root" lock is taken on: the lock file, or the backing root.
-    private let root: Int32
+    private let root: LockFile
     /// What tmp's lock is taken on: the lock file, or nil for tmp itself.
-    private let tmpLock: Int32?
+    private let tmpLock: LockFile?
     /// T4: `--keep-tmp`.
     public let keep: Bool
+    private let startWait: Int
 
     /// What happened to tmp at one end of the mount.
     public enum Outcome: Sendable, Equatable {
@@ -56,23 +67,22 @@ public final class ContainerTmp: Sendable {
 
     /// `rootFD`: the driver's descriptor of the backing root (O_PATH is
     /// enough). `lockFolder`: where the lock files go (see the type).
-    public init(root rootFD: FileDescriptor, keep: Bool, lockFolder: FileDescriptor? = nil) throws(Errno) {
+    /// `startWait`: how long a starting driver waits for an ending one, in
+    /// milliseconds.
+    public init(root rootFD: FileDescriptor, keep: Bool, lockFolder: FileDescriptor? = nil,
+                startWait: Int = ContainerTmp.startWaitMilliseconds) throws(Errno) {
         folder = try check { openat(rootFD.rawValue, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         self.keep = keep
-        var locks: (root: Int32, tmp: Int32)?
+        self.startWait = startWait
+        var locks: (root: LockFile, tmp: LockFile)?
         var identity = stat()
         if let lockFolder, fstat(folder, &identity) == 0 {
             let name = "tmp-lock-\(identity.st_dev)-\(identity.st_ino)"
-            let rootLock = openat(lockFolder.rawValue, name + ".root", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-            let tmpLock = openat(lockFolder.rawValue, name + ".tmp", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-            if rootLock >= 0 && tmpLock >= 0 {
-                locks = (rootLock, tmpLock)
-            } else {
-                if rootLock >= 0 { close(rootLock) }
-                if tmpLock >= 0 { close(tmpLock) }
+            if let rootLock = LockFile(in: lockFolder.rawValue, name + ".root") {
+                if let tmpLock = LockFile(in: lockFolder.rawValue, name + ".tmp") { locks = (rootLock, tmpLock) }
             }
         }
-        root = locks?.root ?? folder
+        root = locks?.root ?? LockFile(folder)
         tmpLock = locks?.tmp
     }
 
@@ -80,8 +90,6 @@ public final class ContainerTmp: Sendable {
     public var locksArePrivate: Bool { tmpLock != nil }
 
     deinit {
-        if root != folder { close(root) }
-        if let tmpLock { close(tmpLock) }
         close(folder)
     }
 
@@ -91,24 +99,24 @@ public final class ContainerTmp: Sendable {
     public func prepareForMount() throws(Failure) -> (Outcome, [TreeRemover.Failure]) {
         // Not holding tmp's lock: the ending driver needs it to clear.
         var alone = false
-        for _ in 0..<Self.startWaitMilliseconds {
-            if flock(root, LOCK_EX | LOCK_NB) == 0 { alone = true; break }
+        for _ in 0..<startWait {
+            if root.take(LOCK_EX | LOCK_NB) { alone = true; break }
             usleep(1_000)
         }
         return try clear(thenRoot: LOCK_SH, alone: alone)
     }
 
     /// How long a starting driver waits for an ending one.
-    static let startWaitMilliseconds = 5_000
+    public static let startWaitMilliseconds = 5_000
 
     /// How long a driver waits for tmp's lock: far longer than another
     /// driver takes to empty any usual tmp.
     static let tmpWaitMilliseconds = 10_000
 
-    /// flock(`kind`, LOCK_EX unless said) on `fd`, for at most `limit` milliseconds.
-    private static func lock(_ fd: Int32, _ kind: Int32 = LOCK_EX, waitingAtMost limit: Int) -> Bool {
+    /// flock(`kind`, LOCK_EX unless said) on `lock`, for at most `limit` milliseconds.
+    private static func lock(_ lock: LockFile, _ kind: Int32 = LOCK_EX, waitingAtMost limit: Int) -> Bool {
         var waited = 0, pause = 1
-        while flock(fd, kind | LOCK_NB) != 0 {
+        while !lock.take(kind | LOCK_NB) {
             guard errno == EWOULDBLOCK || errno == EINTR, waited < limit else { return false }
             usleep(UInt32(pause * 1_000))
             waited += pause
@@ -132,7 +140,7 @@ public final class ContainerTmp: Sendable {
     /// keep the driver from starting).
     private func markServing(_ serving: Bool) {
         guard serving else { _ = flock(folder, LOCK_UN); return }
-        _ = Self.lock(folder, LOCK_SH, waitingAtMost: Self.startWaitMilliseconds)
+        _ = Self.lock(LockFile(folder), LOCK_SH, waitingAtMost: startWait)
     }
 
     /// `alone`: whether the root's exclusive lock is held already (nil: try
@@ -141,28 +149,96 @@ public final class ContainerTmp: Sendable {
         let tmp = openat(folder, "tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard tmp >= 0 else {
             let code = Errno(rawValue: errno)
-            _ = flock(root, rootLock)
-            if root != folder { markServing(rootLock == LOCK_SH) }
+            _ = root.take(rootLock)
+            if locksArePrivate { markServing(rootLock == LOCK_SH) }
             throw Failure(description: "tmp: \(code == .tooManySymbolicLinkLevels ? "a link, not a folder: left alone (T3)" : "\(code)")")
         }
         // The root's lock changes while tmp's is held, so that no other
         // driver sees it half-way.
+        var lastDriver = false
         defer {
-            _ = flock(root, rootLock)
+            // The last driver of the container, tmp emptied and both locks
+            // held exclusively: the lock files go (see the type).
+            if lastDriver, let tmpLock {
+                root.remove()
+                tmpLock.remove()
+            }
+            _ = root.take(rootLock)
             // tmp's own lock went with its descriptor; the lock file stays open.
-            if let tmpLock { _ = flock(tmpLock, LOCK_UN) }
+            if let tmpLock { _ = tmpLock.take(LOCK_UN) }
             close(tmp)
-            if root != folder { markServing(rootLock == LOCK_SH) }
+            if locksArePrivate { markServing(rootLock == LOCK_SH) }
         }
         // Waits while another driver of this container clears it, but not
         // for ever: anyone who may open tmp can hold its lock (a local user
         // running `flock BACKING/tmp sleep 1d` kept `unmount` waiting, and
         // the next mount, for as long as they liked).
-        guard Self.lock(tmpLock ?? tmp, waitingAtMost: Self.tmpWaitMilliseconds) else {
+        guard Self.lock(tmpLock ?? LockFile(tmp), waitingAtMost: Self.tmpWaitMilliseconds) else {
             throw Failure(description: "tmp: locked by another process for \(Self.tmpWaitMilliseconds / 1_000) s: left as it is (T2)")
         }
         guard !keep else { return (.kept, []) }
-        guard alone ?? (flock(root, LOCK_EX | LOCK_NB) == 0) else { return (.inUseByAnotherDriver, []) }
-        return (.cleared, TreeRemover.removeContents(ofFolder: FileDescriptor(rawValue: tmp)))
+        guard alone ?? root.take(LOCK_EX | LOCK_NB) else { return (.inUseByAnotherDriver, []) }
+        let failures = TreeRemover.removeContents(ofFolder: FileDescriptor(rawValue: tmp))
+        lastDriver = rootLock == LOCK_UN
+        return (.cleared, failures)
+    }
+}
+
+/// A descriptor flock(2) locks are taken on: a lock file in the driver's
+/// folder, which the last driver of a container removes (see
+/// `ContainerTmp`), or a folder of the backing directory, never removed.
+final class LockFile: Sendable {
+    private let descriptor: Atomic<Int32>
+    /// The lock file's folder and name; nil for a folder locked in place.
+    private let place: (folder: Int32, name: String)?
+
+    /// Opens (creating it) the lock file `name` in `folder`; nil if it cannot.
+    init?(in folder: Int32, _ name: String) {
+        let fd = Self.open(in: folder, name)
+        guard fd >= 0 else { return nil }
+        descriptor = Atomic(fd)
+        place = (folder, name)
+    }
+
+    /// A descriptor the owner keeps open and closes itself.
+    init(_ fd: Int32) {
+        descriptor = Atomic(fd)
+        place = nil
+    }
+
+    deinit {
+        if place != nil { close(descriptor.load(ordering: .relaxed)) }
+    }
+
+    private static func open(in folder: Int32, _ name: String) -> Int32 {
+        openat(folder, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+    }
+
+    /// flock(`operation`). A lock taken on a file that has lost its name
+    /// meanwhile (the last driver removed it) is let go, the name opened
+    /// again and the lock asked for again: a lock counts only on the file
+    /// the name leads to now.
+    func take(_ operation: Int32) -> Bool {
+        while true {
+            let fd = descriptor.load(ordering: .relaxed)
+            guard flock(fd, operation) == 0 else { return false }
+            guard let place, operation & LOCK_UN == 0, !stillNamed(fd, place) else { return true }
+            let fresh = Self.open(in: place.folder, place.name)
+            guard fresh >= 0 else { return true }
+            descriptor.store(fresh, ordering: .relaxed)
+            close(fd)
+        }
+    }
+
+    private func stillNamed(_ fd: Int32, _ place: (folder: Int32, name: String)) -> Bool {
+        var held = stat(), named = stat()
+        guard fstat(fd, &held) == 0 else { return true }
+        guard fstatat(place.folder, place.name, &named, AT_SYMLINK_NOFOLLOW) == 0 else { return false }
+        return held.st_nlink > 0 && held.st_dev == named.st_dev && held.st_ino == named.st_ino
+    }
+
+    /// Removes the name. Only while holding the lock exclusively.
+    func remove() {
+        if let place { unlinkat(place.folder, place.name, 0) }
     }
 }
