@@ -53,8 +53,13 @@ extension SandboxFileSystem {
         case .success(let fd):
             capacity?.opened(fd)
             // No release comes for a handle the kernel did not take.
-            let options = protectedOpen(fd, node: node, protection: protection, request: request,
-                                        options: openOptions(request, node: id, flags: flags, descriptor: fd))
+            var plain = openOptions(request, node: id, flags: flags, descriptor: fd)
+            // A bundle given with --bundle is a build folder that changes
+            // behind the driver's back (U4): its files keep no page cache
+            // from one open to the next, so that one the driver serves
+            // itself (passthrough off or refused) is read afresh.
+            if bundleRoot != nil, zone(of: node) == .bundle { plain.keepCache = false }
+            let options = protectedOpen(fd, node: node, protection: protection, request: request, options: plain)
             if !reply.opened(FileHandle(rawValue: UInt64(fd.rawValue)), options: options) {
                 capacity?.releasing(fd)
                 dataProtection.closed(fd)

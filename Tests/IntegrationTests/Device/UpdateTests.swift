@@ -253,12 +253,13 @@ struct UpdateTests {
         #expect(Self.copyDifferences(s.newBuild, s.bundle) == [])
     }
 
-    @Test("U4 a container mounted with --bundle DIR shows the build live; update on it says so")
-    func liveBundleMount() throws {
+    @Test("U4 a container mounted with --bundle DIR shows the build live (with passthrough, and with the driver serving reads itself); update on it says so",
+          arguments: [[], ["--no-passthrough"]])
+    func liveBundleMount(extra: [String]) throws {
         let build = try makeTemporaryDirectory(prefix: "update-live")
         defer { removeTree(build) }
         try writeFile(build + "/Demo", "v1\n")
-        try withMountedContainer(extraArguments: ["--bundle", build]) { m in
+        try withMountedContainer(extraArguments: ["--bundle", build] + extra) { m in
             #expect(readFileText(m.bundle + "/Demo") == "v1\n")
             try writeFile(build + "/Demo", "v2\n")
             #expect(readFileText(m.bundle + "/Demo") == "v2\n", "the build is not shown live")
