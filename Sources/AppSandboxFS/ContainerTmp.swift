@@ -176,7 +176,11 @@ public final class ContainerTmp: Sendable {
         guard Self.lock(tmpLock ?? LockFile(tmp), waitingAtMost: Self.tmpWaitMilliseconds) else {
             throw Failure(description: "tmp: locked by another process for \(Self.tmpWaitMilliseconds / 1_000) s: left as it is (T2)")
         }
-        guard !keep else { return (.kept, []) }
+        guard !keep else {
+            // Kept (T4), but the lock files still go with the last driver.
+            lastDriver = rootLock == LOCK_UN && (alone ?? root.take(LOCK_EX | LOCK_NB))
+            return (.kept, [])
+        }
         guard alone ?? root.take(LOCK_EX | LOCK_NB) else { return (.inUseByAnotherDriver, []) }
         let failures = TreeRemover.removeContents(ofFolder: FileDescriptor(rawValue: tmp))
         lastDriver = rootLock == LOCK_UN

@@ -70,6 +70,18 @@ struct TmpLockFileTests {
         #expect(place.lockFiles.isEmpty, "\(place.lockFiles)")
     }
 
+    @Test("T4 the last driver of a container mounted with --keep-tmp removes its lock files too, and leaves tmp as it is")
+    func keptTmpLastDriver() throws {
+        let place = try Place()
+        let driver = try ContainerTmp(root: place.root, keep: true, lockFolder: place.locks, startWait: 300)
+        place.leaveInTmp("kept")
+        #expect(try driver.prepareForMount().0 == .kept)
+        #expect(place.lockFiles.count == 2)
+        #expect(try driver.finishAfterUnmount().0 == .kept)
+        #expect(place.tmpEntries == ["kept"])
+        #expect(place.lockFiles.isEmpty, "\(place.lockFiles)")
+    }
+
     @Test("a driver that still serves keeps the lock files: the one ending is not the last")
     func notTheLastDriver() throws {
         let place = try Place()
