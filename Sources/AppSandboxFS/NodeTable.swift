@@ -182,6 +182,21 @@ final class NodeTable: Sendable {
         return node
     }
 
+    /// A file with no name yet (O_TMPFILE) in `parent`, held by `fd` (an
+    /// O_PATH descriptor the table takes). Its node keeps the descriptor for
+    /// good (a handle of a file without a name opens nothing) and is in no
+    /// folder's map: when linkat(2) names it, `remember` finds it by its
+    /// inode and places it.
+    func rememberUnnamed(fd: FileDescriptor, stat: stat, parent: Node) -> Node {
+        let made = Node(fd: fd, stat: stat, parent: parent, name: NodeName([]), handle: nil, cache: cache)
+        state.withLock { index in
+            index[made.key] = made
+            addLookup(made)
+            if index.count > peak.load(ordering: .relaxed) { peak.store(index.count, ordering: .relaxed) }
+        }
+        return made
+    }
+
     /// Whether `name` in `parent`, another name of the file `existing` is
     /// a node for, must be a node of its own: when the two names are judged
     /// by different rules (zones whose rules differ for a file,

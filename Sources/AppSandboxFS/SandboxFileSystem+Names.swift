@@ -136,6 +136,12 @@ extension SandboxFileSystem {
                 throw error
             }
         }
+        answerCreated(made, request, flags: flags, reply)
+    }
+
+    /// Answers a create or a tmpfile: the new file's entry and its open handle.
+    private func answerCreated(_ made: Result<(Entry, FileDescriptor, ProtectionClass), Errno>, _ request: Request,
+                               flags: OpenFlags, _ reply: consuming ReplyCreate) {
         switch made {
         case .success(let (entry, fd, protection)):
             capacity?.added(fd)
@@ -153,6 +159,39 @@ extension SandboxFileSystem {
         case .failure(let error):
             reply.error(error)
         }
+    }
+
+    /// open(2) with O_TMPFILE: judged as a create in the folder (an Inbox
+    /// refuses it, the bundle is read-only), made in the backing folder with
+    /// O_TMPFILE and given to the caller. linkat(2) names it later through
+    /// `link`.
+    public func tmpfile(_ request: Request, parent id: NodeID, mode: mode_t, flags: OpenFlags, reply: consuming ReplyCreate) {
+        let parent = nodes.node(id)
+        let made = guarded(.create(in: zone(of: parent)), request, at: .node(parent)) { () throws(Errno) in
+            let protection = protectionClass(of: parent)
+            if let denied = protectionDenial(.create, protection, request, at: .node(parent)) { throw denied }
+            let fd = try parent.withFD { (folder) throws(Errno) in
+                try charged(reserving: newEntrySpace, [folder]) { () throws(Errno) in
+                    try Backing.openTemporary(in: folder, flags: flags.rawValue, mode: mode)
+                }
+            }
+            do throws(Errno) {
+                recordCreationClass(protection, on: fd)
+                let chowned = try giveToCaller(request, fd, folder: parent)
+                var attributes = try Backing.stat(fd)
+                if chowned && Self.lostSetIDBits(requested: mode, now: attributes) {
+                    try Backing.chmod(fd, mode: mode & 0o7777)
+                    attributes = try Backing.stat(fd)
+                }
+                let node = nodes.rememberUnnamed(fd: try Backing.reopen(fd, flags: Int32(asfs_O_PATH)), stat: attributes,
+                                                 parent: parent)
+                return (entry(for: node, stat: attributes), fd, protection)
+            } catch {
+                Backing.close(fd)
+                throw error
+            }
+        }
+        answerCreated(made, request, flags: flags, reply)
     }
 
     public func unlink(_ request: Request, parent id: NodeID, name: FileName, reply: consuming ReplyStatus) {

@@ -168,17 +168,28 @@ public final class SandboxFileSystem: FileSystemOperations {
     /// Returns whether it changed the owner.
     @discardableResult
     func giveToCaller(_ request: Request, in parent: Node, _ name: UnsafePointer<CChar>) throws(Errno) -> Bool {
+        try giveToCaller(request, madeIn: parent) { (uid, gid) throws(Errno) in
+            try parent.withFD { (folder) throws(Errno) in try Backing.chown(in: folder, name, uid: uid, gid: gid) }
+        }
+    }
+
+    /// The same for a file with no name (O_TMPFILE), through its descriptor.
+    @discardableResult
+    func giveToCaller(_ request: Request, _ fd: FileDescriptor, folder parent: Node) throws(Errno) -> Bool {
+        try giveToCaller(request, madeIn: parent) { (uid, gid) throws(Errno) in try Backing.chown(fd, uid: uid, gid: gid) }
+    }
+
+    private func giveToCaller(_ request: Request, madeIn parent: Node,
+                              _ change: (uid_t, gid_t) throws(Errno) -> Void) throws(Errno) -> Bool {
         let caller = request.caller
         // The driver's own identity is root's: nothing to change.
         if caller.uid == 0 && caller.gid == 0 { return false }
-        return try parent.withFD { (folder) throws(Errno) in
-            let parentStat = try Backing.stat(folder)
-            let inheritsGroup = parentStat.st_mode & S_ISGID != 0
-            let gid = inheritsGroup ? gid_t.max : caller.gid
-            if caller.uid == 0 && (inheritsGroup || caller.gid == 0) { return false }
-            try Backing.chown(in: folder, name, uid: caller.uid, gid: gid)
-            return true
-        }
+        let parentStat = try parent.withFD { (folder) throws(Errno) in try Backing.stat(folder) }
+        let inheritsGroup = parentStat.st_mode & S_ISGID != 0
+        let gid = inheritsGroup ? gid_t.max : caller.gid
+        if caller.uid == 0 && (inheritsGroup || caller.gid == 0) { return false }
+        try change(caller.uid, gid)
+        return true
     }
 
     // MARK: Paths, for denial lines and escape checks (from the tree)

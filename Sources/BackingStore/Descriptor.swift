@@ -62,6 +62,16 @@ public enum Backing {
         try FileDescriptor(rawValue: check { openat(folder.rawValue, name, (flags | O_CREAT | O_NOFOLLOW | O_CLOEXEC) & ~O_NOCTTY, mode) })
     }
 
+    /// Opens a new regular file with no name in `folder` (O_TMPFILE), which
+    /// linkat(2) may name later. Of `flags` only the access mode and the
+    /// flags that shape later I/O are kept; never O_EXCL, which would make
+    /// it unlinkable for the driver too (the kernel enforces the caller's
+    /// O_EXCL on its own inode).
+    public static func openTemporary(in folder: FileDescriptor, flags: Int32, mode: mode_t) throws(Errno) -> FileDescriptor {
+        let kept = flags & (O_ACCMODE | O_APPEND | O_SYNC | O_DSYNC)
+        return try FileDescriptor(rawValue: check { openat(folder.rawValue, ".", kept | Int32(asfs_O_TMPFILE) | O_CLOEXEC, mode) })
+    }
+
     /// Opens a folder for reading its entries.
     public static func openDirectory(_ fd: FileDescriptor) throws(Errno) -> FileDescriptor {
         try FileDescriptor(rawValue: check { openat(fd.rawValue, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) })

@@ -14,6 +14,7 @@
 #include <linux/fs.h>
 
 _Static_assert(asfs_O_PATH == O_PATH, "O_PATH");
+_Static_assert(asfs_O_TMPFILE == O_TMPFILE, "O_TMPFILE");
 _Static_assert(asfs_AT_EMPTY_PATH == AT_EMPTY_PATH, "AT_EMPTY_PATH");
 _Static_assert(asfs_RENAME_NOREPLACE == RENAME_NOREPLACE, "RENAME_NOREPLACE");
 _Static_assert(asfs_RENAME_EXCHANGE == RENAME_EXCHANGE, "RENAME_EXCHANGE");

@@ -133,6 +133,12 @@ func makeOperationTable() -> fuse_lowlevel_ops {
                          reply: ReplyOpen(req!, info!, node: NodeID(rawValue: node)))
     }
     ops.create = { req, parent, name, mode, info in
+        // A FUSE_TMPFILE handed over as a CREATE (TmpfileRequest).
+        if TmpfileRequest.isTmpfile(name!) {
+            target(req).tmpfile(Request(req!), parent: NodeID(rawValue: parent), mode: mode,
+                                flags: OpenFlags(rawValue: info!.pointee.flags), reply: ReplyCreate(req!, info!))
+            return
+        }
         target(req).create(Request(req!), parent: NodeID(rawValue: parent), name: FileName(name!), mode: mode,
                            flags: OpenFlags(rawValue: info!.pointee.flags), reply: ReplyCreate(req!, info!))
     }

@@ -43,6 +43,10 @@ public protocol FileSystemOperations: AnyObject, Sendable {
     func link(_ request: Request, node: NodeID, newParent: NodeID, newName: FileName, reply: consuming ReplyEntry)
     func open(_ request: Request, node: NodeID, flags: OpenFlags, reply: consuming ReplyOpen)
     func create(_ request: Request, parent: NodeID, name: FileName, mode: mode_t, flags: OpenFlags, reply: consuming ReplyCreate)
+    /// open(2) with O_TMPFILE in `parent`: an open file with no name (no
+    /// link), which linkat(2) may name later (LINK of its node). ENOSYS
+    /// (the default) makes the kernel answer EOPNOTSUPP from then on.
+    func tmpfile(_ request: Request, parent: NodeID, mode: mode_t, flags: OpenFlags, reply: consuming ReplyCreate)
     func read(_ request: Request, node: NodeID, handle: FileHandle, offset: off_t, size: Int, reply: consuming ReplyData)
     func write(_ request: Request, node: NodeID, handle: FileHandle, offset: off_t, data: UnsafeRawBufferPointer,
                reply: consuming ReplyWrite)
@@ -87,6 +91,7 @@ extension FileSystemOperations {
     public func link(_ request: Request, node: NodeID, newParent: NodeID, newName: FileName, reply: consuming ReplyEntry) { reply.error(.noFunction) }
     public func open(_ request: Request, node: NodeID, flags: OpenFlags, reply: consuming ReplyOpen) { reply.error(.noFunction) }
     public func create(_ request: Request, parent: NodeID, name: FileName, mode: mode_t, flags: OpenFlags, reply: consuming ReplyCreate) { reply.error(.noFunction) }
+    public func tmpfile(_ request: Request, parent: NodeID, mode: mode_t, flags: OpenFlags, reply: consuming ReplyCreate) { reply.error(.noFunction) }
     public func read(_ request: Request, node: NodeID, handle: FileHandle, offset: off_t, size: Int, reply: consuming ReplyData) { reply.error(.noFunction) }
     public func write(_ request: Request, node: NodeID, handle: FileHandle, offset: off_t, data: UnsafeRawBufferPointer,
                       reply: consuming ReplyWrite) { reply.error(.noFunction) }

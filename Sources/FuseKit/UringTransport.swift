@@ -201,6 +201,7 @@ final class UringTransport: Sendable {
             pending.withLock { $0[commitID] = Slot(queue: queue.index, entry: entry) }
             served.add(1, ordering: .relaxed)
             buffer.size = length
+            TmpfileRequest.mapToCreate(buffer.mem, length: length)
             fuse_session_process_buf(attached.session, &buffer)
         }
     }

@@ -125,6 +125,7 @@ private final class WorkerContext {
             // 0: the mount is gone (ENODEV; libfuse has set the exit flag)
             // or the session was asked to exit while reading.
             if received <= 0 { break }
+            if buffer.flags.rawValue & FUSE_BUF_IS_FD.rawValue == 0 { TmpfileRequest.mapToCreate(buffer.mem, length: Int(received)) }
             fuse_session_process_buf(session, &buffer)
         }
         free(buffer.mem)

@@ -1127,9 +1127,7 @@ extension POSIXCases {
             ftruncate 1 4g
             fstat 1 size              => ok size=4294967296
             """#),
-        POSIXCase("anonymous_tmpfile",
-                  knownDifference: "O_TMPFILE needs FUSE_TMPFILE, which libfuse 3.14's low-level API lacks: EOPNOTSUPP",
-                  #"""
+        POSIXCase("anonymous_tmpfile", #"""
             open 1 . tmpfile|rdwr 600 => ok
             write 1 "anonymous"       => ok 9
             fstat 1 nlink size mode   => ok nlink=0 size=9 mode=0600

@@ -11,6 +11,7 @@
 // Values of the Linux ABI; linux.c checks each against the system headers.
 enum {
     asfs_O_PATH = 010000000,
+    asfs_O_TMPFILE = 020200000,
     asfs_AT_EMPTY_PATH = 0x1000,
     asfs_RENAME_NOREPLACE = 1,
     asfs_RENAME_EXCHANGE = 2,
