@@ -79,6 +79,12 @@ let package = Package(
             "ContainerFiles", "Locking",
             .target(name: "Spawning", condition: .when(platforms: [.linux])),
             .target(name: "MountInfo", condition: .when(platforms: [.linux])),
+            // `Options.inProcess`: the driver's own file system, served by
+            // threads of the test process (needs libfuse3, as the driver).
+            .target(name: "AppSandboxFS", condition: .when(platforms: [.linux])),
+            .target(name: "BackingStore", condition: .when(platforms: [.linux])),
+            .target(name: "SandboxPolicy", condition: .when(platforms: [.linux])),
+            .product(name: "Logging", package: "swift-log", condition: .when(platforms: [.linux])),
         ]),
         // A small program that runs scripted system calls, so tests can make
         // them as another user (setpriv) and compare two directories.
@@ -108,8 +114,11 @@ let package = Package(
         // The program the confinement example runs confined: it tries to
         // write outside its container.
         .executableTarget(name: "outside-writer", path: "Tests/OutsideWriter"),
+        // bench/runner.py's fixture rows through AppSandboxTesting (a driver
+        // program, or `inProcess`), timed inside one process.
+        .executableTarget(name: "fixture-bench", dependencies: ["AppSandboxTesting"], path: "bench/FixtureBench"),
         // How to use AppSandboxTesting: an example in Swift Testing, one in XCTest.
-        .testTarget(name: "AppSandboxTestingExamples", dependencies: ["AppSandboxTesting", "MountInfo", "appsandboxfs", "outside-writer"]),
+        .testTarget(name: "AppSandboxTestingExamples", dependencies: ["AppSandboxTesting", "MountInfo", "Spawning", "appsandboxfs", "outside-writer"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -37,7 +37,8 @@ trap cleanup EXIT
 # The runner unmounts what it mounted when it is interrupted (Ctrl-C reaches
 # it directly; a TERM to this script is passed on), and cleanup above is the
 # safety net.
-python3 "$repo/bench/runner.py" --appsandboxfs "$appsandboxfs" --passthrough-ll "$passthrough_ll" "$@" &
+python3 "$repo/bench/runner.py" --appsandboxfs "$appsandboxfs" --passthrough-ll "$passthrough_ll" \
+    --fixture-bench "$fixture_bench" "$@" &
 runner=$!
 trap 'kill -TERM "$runner" 2>/dev/null' INT TERM
 status=0

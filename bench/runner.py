@@ -134,6 +134,13 @@ METRICS = [
     Metric("fixture_life", "fixture life (bindfs: mount + unmount)", "s", 0.5, "bindfs"),
     Metric("fixture_mount", "fixture mount", "s", None, "bindfs"),
     Metric("fixture_unmount", "fixture unmount", "s", None, "bindfs"),
+    # The same life through AppSandboxTesting, timed inside one process as a
+    # test suite lives it (bench/FixtureBench): with a driver program, and
+    # served by threads of the test process (`Options(inProcess: true)`).
+    Metric("testing_life", "fixture life, AppSandboxTesting (driver program)", "s", None, "bindfs"),
+    Metric("inprocess_life", "fixture life, AppSandboxTesting inProcess", "s", 0.5, "bindfs"),
+    Metric("inprocess_mount", "fixture mount, inProcess", "s", None, "bindfs"),
+    Metric("inprocess_unmount", "fixture unmount, inProcess", "s", None, "bindfs"),
 ]
 METRIC_BY_KEY = {m.key: m for m in METRICS}
 
@@ -289,9 +296,12 @@ def workload_fixture(workdir, sizes, ctx):
     base = Path(tempfile.mkdtemp(dir=ctx["scratch"], prefix="fixture-"))
     try:
         cycles = [system.fixture(base / f"c{i}") for i in range(sizes.fixtures)]
+        medians = {key: statistics.median(c[key] for c in cycles) for key in cycles[0]}
+        if hasattr(system, "testing_fixtures"):
+            medians.update(system.testing_fixtures(base, sizes))
     finally:
         shutil.rmtree(base, ignore_errors=True)
-    return {key: statistics.median(c[key] for c in cycles) for key in cycles[0]}
+    return medians
 
 
 WORKLOADS = {
@@ -488,6 +498,26 @@ class AppSandboxFS(System):
         return {"fixture_life": init + mount + wrote + unmount + remove,
                 "fixture_mount": mount, "fixture_unmount": unmount}
 
+    def testing_fixtures(self, folder, sizes):
+        """AppSandboxTesting's two kinds of fixture (bench/FixtureBench),
+        sizes.fixtures cycles each after one warm-up, in one process each.
+        Only for this build: the in-process driver is compiled into the
+        program, and its program-driver cycles use this build's binary."""
+        bench = self.tools.get("fixture_bench")
+        if type(self) is not AppSandboxFS or not bench:
+            return {}
+        results = {}
+        env = {**os.environ, "APPSANDBOXFS_BIN": str(self.executable())}
+        for prefix, flags in (("testing", []), ("inprocess", ["--in-process"])):
+            out = subprocess.run([bench, "--cycles", str(sizes.fixtures), "--temporary-directory", str(folder), *flags],
+                                 env=env, check=True, capture_output=True, text=True).stdout
+            medians = json.loads(out)
+            results[f"{prefix}_life"] = medians["life"]
+            if prefix == "inprocess":
+                results["inprocess_mount"] = medians["mount"]
+                results["inprocess_unmount"] = medians["unmount"]
+        return results
+
     def executable(self):
         return self.tools["appsandboxfs"]
 
@@ -643,6 +673,8 @@ def format_value(value, unit):
     if unit == "us":
         return f"{value:.1f} µs"
     if unit == "s":
+        if value < 0.1:
+            return f"{value * 1000:.1f} ms"
         return f"{value:.3f} s" if value < 10 else f"{value:.1f} s"
     return f"{value:,.0f} {unit}"
 
@@ -719,6 +751,8 @@ def main():
                         help="on a shared machine, before each system wait until other work leaves the CPUs at most this busy")
     parser.add_argument("--appsandboxfs", required=True, help="the driver binary")
     parser.add_argument("--passthrough-ll", required=True, help="the compiled libfuse example")
+    parser.add_argument("--fixture-bench", metavar="BINARY",
+                        help="bench/FixtureBench built (run.sh builds it): AppSandboxTesting's fixture rows")
     parser.add_argument("--appsandboxfs-before", metavar="BINARY",
                         help="another appsandboxfs build, run as the system appsandboxfs_before")
     parser.add_argument("--appsandboxfs-args", default="",
@@ -742,7 +776,7 @@ def main():
             parser.error(f"unknown workloads: {', '.join(sorted(unknown))}")
     sizes = QUICK if args.quick else FULL
     tools = {"appsandboxfs": args.appsandboxfs, "appsandboxfs_before": args.appsandboxfs_before,
-             "passthrough_ll": args.passthrough_ll,
+             "passthrough_ll": args.passthrough_ll, "fixture_bench": args.fixture_bench,
              "appsandboxfs_args": args.appsandboxfs_args.split()}
 
     def log(text):

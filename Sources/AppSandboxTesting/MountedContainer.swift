@@ -21,6 +21,12 @@ import Spawning
 /// `tearDown`, say). Unmounting stops the driver, checks that it ended
 /// cleanly and removes the temporary folder. A watcher beside each driver
 /// unmounts the container if the test process dies without a teardown.
+///
+/// The driver is a program (`appsandboxfs mount --foreground`) unless
+/// `Options.inProcess` asks for the file system to be served by threads of
+/// the test process: the same file system and rules, a container's life in
+/// a few milliseconds instead of tens (no process is started to lay it out,
+/// mount it or unmount it), for suites that take a fresh container per test.
 public final class MountedContainer: Sendable {
     /// How to lay out and mount the container.
     public struct Options: Sendable {
@@ -55,6 +61,16 @@ public final class MountedContainer: Sendable {
         /// Leave the temporary folder in place after the unmount (to look
         /// at it after a failure). Also set by APPSANDBOXFS_KEEP_TEST_FILES=1.
         public var keepFiles: Bool
+        /// Serve the container from threads of the test process instead of a
+        /// driver program (see `MountedContainer`): the same file system and
+        /// rules, mounted and unmounted without starting a process. What
+        /// differs: `driverPID` is the test process's own, `signalDriver`
+        /// with SIGTERM, SIGINT, SIGHUP or SIGKILL stops serving (the mount
+        /// goes) and other signals are not sent, `lock()` and `unlock()`
+        /// change the device state directly, and `capacity` and
+        /// `extraArguments` (options of the program) are refused. Needs root
+        /// or `user_allow_other` in /etc/fuse.conf, as the program does.
+        public var inProcess: Bool
         /// Called with the backing directory before the mount: put files in
         /// place (the Inbox included, which the mount does not let a process
         /// write).
@@ -73,6 +89,7 @@ public final class MountedContainer: Sendable {
             mountTimeout: Double = 30,
             unmountTimeout: Double = 15,
             keepFiles: Bool = false,
+            inProcess: Bool = false,
             prepare: (@Sendable (_ backing: String) throws -> Void)? = nil
         ) {
             self.appName = appName
@@ -87,6 +104,7 @@ public final class MountedContainer: Sendable {
             self.mountTimeout = mountTimeout
             self.unmountTimeout = unmountTimeout
             self.keepFiles = keepFiles || environmentValue("APPSANDBOXFS_KEEP_TEST_FILES") == "1"
+            self.inProcess = inProcess
             self.prepare = prepare
         }
 
@@ -151,8 +169,8 @@ public final class MountedContainer: Sendable {
     public let appsandboxfs: String
 
     /// The driver serving the mount now (`updateApp` starts another).
-    private let currentDriver: Locked<Driver>
-    private var driver: Driver { currentDriver.withLock { $0 } }
+    private let currentDriver: Locked<any ContainerServer>
+    var driver: any ContainerServer { currentDriver.withLock { $0 } }
     private let options: Options
     /// The `appsandboxfs mount` command line, to mount again.
     private let arguments: [String]
@@ -162,7 +180,7 @@ public final class MountedContainer: Sendable {
     private let exitExpected = Locked(false)
 
     private init(mountpoint: String, backing: String, appName: String, root: String, appsandboxfs: String,
-                 driver: Driver, options: Options, arguments: [String]) {
+                 driver: any ContainerServer, options: Options, arguments: [String]) {
         self.mountpoint = mountpoint
         self.backing = backing
         self.appName = appName
@@ -185,7 +203,7 @@ public final class MountedContainer: Sendable {
 
     // MARK: Paths
 
-    /// The driver's pid.
+    /// The driver's pid (the test process's own with `Options.inProcess`).
     public var driverPID: Int32 { driver.pid }
 
     public var bundle: String { path(.bundle) }
@@ -343,7 +361,15 @@ public final class MountedContainer: Sendable {
         guard isSupported else {
             throw FixtureError("AppSandboxTesting mounts containers only on Linux with /dev/fuse (FUSE); skip this test elsewhere: @Test(.enabled(if: MountedContainer.isSupported))")
         }
-        let program = try locateAppSandboxFS(options.appsandboxfs)
+        if options.inProcess {
+            if options.capacity != nil || !options.extraArguments.isEmpty {
+                throw FixtureError("Options.inProcess: capacity and extraArguments are options of the appsandboxfs program; mount without inProcess to use them")
+            }
+        }
+        // In-process, the program is needed only for `run`, `deliver` and
+        // `updateApp`: looked up on PATH then if it is not found now.
+        let program = options.inProcess ? ((try? locateAppSandboxFS(options.appsandboxfs)) ?? "appsandboxfs")
+            : try locateAppSandboxFS(options.appsandboxfs)
         let root = try makeTemporaryFolder(in: options.temporaryDirectory)
         var handedOver = false
         defer { if !handedOver && !options.keepFiles { removeTree(root) } }
@@ -361,10 +387,8 @@ public final class MountedContainer: Sendable {
             arguments.append("--create")
         } else {
             appName = options.appName ?? "TestApp"
-            let initialize = try Subprocess.run([program, "init", backing, "--app-name", appName])
-            guard initialize.succeeded else {
-                throw FixtureError("appsandboxfs init \(backing) failed (\(initialize.status)): \(initialize.standardError)")
-            }
+            // What `appsandboxfs init` does, without starting it.
+            try FixtureSystem.layOutContainer(backing, appName: appName)
         }
         arguments += ["--app-name", appName]
         if let bundle = options.bundle { arguments += ["--bundle", bundle] }
@@ -380,17 +404,24 @@ public final class MountedContainer: Sendable {
             close(fd)
         }
 
-        let driver = try startDriver(arguments, mountpoint: mountpoint, root: root, options: options)
+        let driver = try startDriver(arguments, backing: backing, mountpoint: mountpoint, appName: appName, root: root,
+                                     options: options)
         handedOver = true
         return MountedContainer(mountpoint: mountpoint, backing: backing, appName: appName, root: root,
                                 appsandboxfs: program, driver: driver, options: options, arguments: arguments)
     }
 
     /// Starts `appsandboxfs mount ... --foreground` and waits until the
-    /// mount is ready.
-    private static func startDriver(_ arguments: [String], mountpoint: String, root: String, options: Options) throws -> Driver {
+    /// mount is ready; in-process, mounts and starts serving.
+    private static func startDriver(_ arguments: [String], backing: String, mountpoint: String, appName: String,
+                                    root: String, options: Options) throws -> any ContainerServer {
+        if options.inProcess {
+            return try FixtureSystem.serveInProcess(backing: backing, mountpoint: mountpoint, appName: appName,
+                                                    root: root, options: options)
+        }
         let driver = try Driver.start(arguments, mountpoint: mountpoint, log: root + "/driver.log")
         let deadline = monotonicSeconds() + options.mountTimeout
+        let mountTable = MountTableChanges()
         while !MountTable.isContainerMount(mountpoint) {
             if let status = driver.exitStatus {
                 driver.releaseWatcher()
@@ -405,7 +436,8 @@ public final class MountedContainer: Sendable {
                 throw FixtureError("appsandboxfs did not mount within \(options.mountTimeout) s: \(arguments.joined(separator: " "))\n"
                     + lastLines(readText(root + "/driver.log") ?? ""))
             }
-            usleep(5_000)
+            // Woken by the next change of the mount table (5 ms at most).
+            mountTable.wait(milliseconds: 5)
         }
         return driver
     }
@@ -435,7 +467,8 @@ public final class MountedContainer: Sendable {
             throw FixtureError("updateApp: appsandboxfs ended with status \(status.map(String.init) ?? "none") at the unmount")
         }
         let update = try Subprocess.run([appsandboxfs, "update", backing, "--bundle", bundle])
-        let next = try Self.startDriver(arguments, mountpoint: mountpoint, root: root, options: options)
+        let next = try Self.startDriver(arguments, backing: backing, mountpoint: mountpoint, appName: appName, root: root,
+                                        options: options)
         currentDriver.withLock { $0 = next }
         guard update.succeeded else {
             throw FixtureError("appsandboxfs update \(backing) --bundle \(bundle) failed (\(update.status)): \(update.standardError)")
@@ -562,7 +595,10 @@ public final class MountedContainer: Sendable {
         return path
     }
 
+    /// Root unmounts with umount2(2) (what fusermount3 does for root, without
+    /// a process start); others through fusermount3.
     private static func unmountCommand(_ mountpoint: String) -> ProcessResult {
+        if let answer = FixtureSystem.unmountAsRoot(mountpoint) { return answer }
         let arguments = Subprocess.onPath("fusermount3").map { [$0, "-u", mountpoint] } ?? ["umount", mountpoint]
         return (try? Subprocess.run(arguments, timeout: 30)) ?? ProcessResult(status: 127, standardOutput: "", standardError: "cannot run \(arguments[0])")
     }
@@ -578,7 +614,7 @@ public final class MountedContainer: Sendable {
 
     /// `rm -rf --one-file-system`: never descends into a mount still there.
     private static func removeTree(_ path: String) {
-        _ = try? Subprocess.run(["rm", "-rf", "--one-file-system", "--", path], timeout: 300)
+        FixtureSystem.removeTree(path)
     }
 }
 

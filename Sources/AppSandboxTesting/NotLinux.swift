@@ -59,7 +59,7 @@ enum MountTable {
 }
 
 /// A driver is never started here (`start` throws).
-final class Driver: Sendable {
+final class Driver: ContainerServer {
     let pid: Int32 = 0
     static func start(_ arguments: [String], mountpoint: String, log: String) throws -> Driver { throw notLinux }
     var exitStatus: Int32? { nil }
@@ -70,4 +70,21 @@ final class Driver: Sendable {
 }
 
 func monotonicSeconds() -> Double { ProcessInfo.processInfo.systemUptime }
+
+/// Nothing is laid out, mounted or removed here (`mount` throws first).
+enum FixtureSystem {
+    static func layOutContainer(_ backing: String, appName: String) throws { throw notLinux }
+    static func serveInProcess(backing: String, mountpoint: String, appName: String, root: String,
+                               options: MountedContainer.Options) throws -> any ContainerServer { throw notLinux }
+    static func unmountAsRoot(_ mountpoint: String) -> ProcessResult? { nil }
+    static func removeTree(_ path: String) {}
+    static func changeDeviceStateInProcess(_ server: any ContainerServer, verb: String, extra: [String]) throws -> Bool {
+        false
+    }
+}
+
+/// Never waited on here.
+struct MountTableChanges {
+    func wait(milliseconds: Int32) { usleep(UInt32(milliseconds) * 1000) }
+}
 #endif

@@ -2,6 +2,7 @@
 #include "clinux.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <string.h>
@@ -44,6 +45,8 @@ ssize_t asfs_copy_file_range(int fd_in, off_t *off_in, int fd_out,
 int asfs_syncfs(int fd) { return syncfs(fd); }
 
 pid_t asfs_gettid(void) { return gettid(); }
+
+int asfs_unshare_fs(void) { return unshare(CLONE_FS); }
 
 int asfs_setfsuid(uid_t uid) { return setfsuid(uid); }
 

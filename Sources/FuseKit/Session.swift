@@ -79,17 +79,22 @@ public final class FuseSession: @unchecked Sendable {
     }
 
     /// Mounts at `mountpoint`. The kernel queues requests until `run` serves them.
-    public func mount(at mountpoint: String) throws {
+    /// `handlingSignals`: SIGTERM, SIGINT and SIGHUP end the loop (a driver
+    /// process); false when the session is one of several in a process that
+    /// keeps its signals (libfuse keeps one session for its handlers).
+    public func mount(at mountpoint: String, handlingSignals: Bool = true) throws {
         // Signal handlers first: a SIGTERM that arrives once the mount is
         // visible must end the loop cleanly, not kill the process.
-        fuse_set_signal_handlers(session)
-        handlingSignals = true
+        if handlingSignals {
+            fuse_set_signal_handlers(session)
+            self.handlingSignals = true
+        }
         // libfuse says why on standard error, which a background driver
         // does not have: caught, and said in the error's one line.
         let (status, complaint) = Self.capturingStandardError { fuse_session_mount(session, mountpoint) }
         guard status == 0 else {
-            fuse_remove_signal_handlers(session)
-            handlingSignals = false
+            if self.handlingSignals { fuse_remove_signal_handlers(session) }
+            self.handlingSignals = false
             let reason = complaint.split(separator: "\n").map { $0.trimmingCharacters() }.filter { !$0.isEmpty }.joined(separator: "; ")
             throw FuseSessionError(description: "cannot mount at \(mountpoint): \(reason.isEmpty ? "libfuse gave no reason" : reason)")
         }
@@ -110,9 +115,14 @@ public final class FuseSession: @unchecked Sendable {
     /// Serves requests on `maxThreads` worker threads until the mount is
     /// gone or a signal asks to stop, then unmounts. Returns 0, or the
     /// negative errno that made reading the device fail.
+    /// `privateUmask`: each worker gets a file-system context of its own
+    /// with umask 0, so that it creates files with exactly the mode the
+    /// kernel sends (already masked by the caller's umask) while the rest
+    /// of the process keeps its umask; a driver process that sets umask 0
+    /// for itself does not need it.
     @discardableResult
-    public func run(maxThreads: Int) -> Int32 {
-        let status = WorkerLoop(session: session, threadCount: maxThreads).run()
+    public func run(maxThreads: Int, privateUmask: Bool = false) -> Int32 {
+        let status = WorkerLoop(session: session, threadCount: maxThreads, privateUmask: privateUmask).run()
         box.takeUnretainedValue().ring?.stop()
         // The handlers stay until the session goes: a second SIGTERM during
         // the owner's clean-up after the loop must not kill the process.
@@ -129,6 +139,13 @@ public final class FuseSession: @unchecked Sendable {
 
     /// Whether the kernel took up FUSE_HANDLE_KILLPRIV_V2 at INIT.
     public var killPrivV2Granted: Bool { box.takeUnretainedValue().passthrough.killPrivV2 }
+
+    /// Asks `run` to end, as a handled SIGTERM does, from any thread: the
+    /// loop sees it within a quarter of a second (it does not wait on the
+    /// device alone), unmounts and returns.
+    public func requestExit() {
+        fuse_session_exit(session)
+    }
 
     /// Detaches the mount (idempotent).
     public func unmount() {

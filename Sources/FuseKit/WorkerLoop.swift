@@ -1,4 +1,5 @@
 import CFuse
+import CLinux
 import Glibc
 
 /// The session's multi-threaded loop: a fixed set of worker threads, each
@@ -15,6 +16,9 @@ import Glibc
 struct WorkerLoop {
     let session: OpaquePointer
     let threadCount: Int
+    /// Each worker unshares its file-system context (CLONE_FS) and sets
+    /// umask 0 in it (see `FuseSession.run`).
+    var privateUmask = false
 
     /// Returns 0, or the negative errno that made reading /dev/fuse fail.
     func run() -> Int32 {
@@ -23,9 +27,10 @@ struct WorkerLoop {
         noOp.__sigaction_handler.sa_handler = { _ in }
         sigemptyset(&noOp.sa_mask)
         noOp.sa_flags = 0
-        var previous = sigaction()
-        sigaction(wake, &noOp, &previous)
-        defer { sigaction(wake, &previous, nil) }
+        // Left in place at the end: another session's loop in the same
+        // process may be using it, and a real-time signal whose action went
+        // back to the default would end the process.
+        sigaction(wake, &noOp, nil)
 
         let finished = UnsafeMutablePointer<sem_t>.allocate(capacity: 1)
         sem_init(finished, 0, 0)
@@ -39,7 +44,8 @@ struct WorkerLoop {
         pthread_sigmask(SIG_SETMASK, &all, &saved)
         var workers: [(thread: pthread_t, context: Unmanaged<WorkerContext>)] = []
         for _ in 0..<max(1, threadCount) {
-            let context = Unmanaged.passRetained(WorkerContext(session: session, wakeSignal: wake, finished: finished))
+            let context = Unmanaged.passRetained(WorkerContext(session: session, wakeSignal: wake, finished: finished,
+                                                                privateUmask: privateUmask))
             var thread = pthread_t()
             guard pthread_create(&thread, nil, workerMain, context.toOpaque()) == 0 else {
                 context.release()
@@ -98,16 +104,31 @@ private final class WorkerContext {
     let session: OpaquePointer
     let wakeSignal: Int32
     let finished: UnsafeMutablePointer<sem_t>
+    let privateUmask: Bool
     /// Written by the worker, read by the coordinator after the join.
     var failure: Int32 = 0
 
-    init(session: OpaquePointer, wakeSignal: Int32, finished: UnsafeMutablePointer<sem_t>) {
+    init(session: OpaquePointer, wakeSignal: Int32, finished: UnsafeMutablePointer<sem_t>, privateUmask: Bool) {
         self.session = session
         self.wakeSignal = wakeSignal
         self.finished = finished
+        self.privateUmask = privateUmask
     }
 
     func serve() {
+        // umask lives in the file-system context (fs_struct), which threads
+        // share unless one unshares it; this thread's umask 0 then leaves
+        // the process's alone.
+        if privateUmask {
+            guard asfs_unshare_fs() == 0 else {
+                // Serving with the process's umask would store wrong modes.
+                failure = -errno
+                fuse_session_exit(session)
+                sem_post(finished)
+                return
+            }
+            umask(0)
+        }
         var wake = sigset_t()
         sigemptyset(&wake)
         sigaddset(&wake, wakeSignal)

@@ -1,3 +1,4 @@
+import AppSandboxFS
 import ArgumentParser
 import Glibc
 import Logging
@@ -29,32 +30,11 @@ enum DriverLogging {
                 handler = SyslogLogHandler(identifier: isDenials ? "appsandboxfs-denial" : "appsandboxfs",
                                            socketPath: SyslogLogHandler.socketPath)
             } else {
-                handler = StandardErrorLogHandler(bare: isDenials)
+                handler = LineLogHandler(descriptor: STDERR_FILENO, bare: isDenials)
             }
             // Denials are always reported: --log-level is for the rest.
             handler.logLevel = isDenials ? .trace : level
             return handler
         }
-    }
-}
-
-/// One line per message on standard error, as one write(2):
-/// `appsandboxfs: warning: message` (bare: just the message).
-struct StandardErrorLogHandler: LogHandler {
-    var logLevel: Logger.Level = .info
-    var metadata: Logger.Metadata = [:]
-    let bare: Bool
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        let text = "\(event.message)".replacingOccurrences(of: "\n", with: " ")
-        var line = bare ? text : "appsandboxfs: \(event.level): \(text)"
-        line += "\n"
-        var bytes = Array(line.utf8)
-        _ = write(STDERR_FILENO, &bytes, bytes.count)
     }
 }

@@ -193,43 +193,20 @@ struct MountCommand: ParsableCommand {
 
         // Everything that can fail comes before anything in the backing
         // directory changes (L1).
-        let fileSystem: SandboxFileSystem
-        let session: FuseSession
+        let mount: ContainerMount
         do {
-            fileSystem = try SandboxFileSystem(configuration: configuration)
-            let mountOptions = ["allow_other", "default_permissions", "fsname=\(backingPath)", "subtype=appsandboxfs"]
-                + options.flatMap { $0.split(separator: ",").map(String.init) }
-            let transportLogger = logger
-            session = try FuseSession(fileSystem: fileSystem, options: mountOptions, debug: debug,
-                                      passthrough: configuration.usesPassthrough, killPrivV2: configuration.killPrivV2,
-                                      ioUring: ioUring, log: { transportLogger.notice("\($0)") },
-                                      info: { transportLogger.debug("\($0)") })
-            logger.debug("\(mountPath): libfuse options \(mountOptions.joined(separator: ",")); names cached \(configuration.entryTimeout) s, attributes \(configuration.attributeTimeout) s; \(configuration.maxThreads) threads; writeback \(configuration.writebackCache ? "on" : "off"), keep cache \(configuration.keepCache ? "on" : "off"), passthrough \(configuration.usesPassthrough ? "asked" : "off")")
+            mount = try ContainerMount(configuration: configuration,
+                                       options: options.flatMap { $0.split(separator: ",").map(String.init) },
+                                       debug: debug, ioUring: ioUring, logger: logger)
+            logger.debug("\(mountPath): libfuse options \(mount.mountOptions.joined(separator: ",")); names cached \(configuration.entryTimeout) s, attributes \(configuration.attributeTimeout) s; \(configuration.maxThreads) threads; writeback \(configuration.writebackCache ? "on" : "off"), keep cache \(configuration.keepCache ? "on" : "off"), passthrough \(configuration.usesPassthrough ? "asked" : "off")")
         } catch {
             if toSyslog { logger.error("\(backingPath) at \(mountPath): \(error)") }
             Daemon.reportFailure("\(error)", readyFD: readyFD)
             throw ExitCode(1)
         }
-        // T2: a driver that was killed left tmp as it was (T4: unless kept).
-        // This also waits for an earlier driver of the container to finish
-        // clearing it.
+        let readyFD = readyFD
         do {
-            let (outcome, failures) = try fileSystem.tmp.prepareForMount()
-            if outcome == .inUseByAnotherDriver {
-                Daemon.warn("tmp: another driver serves \(backingPath): its contents are kept", readyFD: readyFD)
-            }
-            for failure in failures { Daemon.warn("tmp: cannot remove \(failure)", readyFD: readyFD) }
-        } catch {
-            Daemon.warn("\(error)", readyFD: readyFD)
-        }
-        if !container.supportsUserXattrs() {
-            Daemon.warn("\(backingPath): this file system does not store user extended attributes: every xattr call through the mount (the backup flags included) will answer ENOTSUP", readyFD: readyFD)
-        }
-        // A bundle from elsewhere needs a name in the root to be listed under.
-        if bundlePath != nil { _ = mkdir(backingPath + "/" + layout.bundleName, 0o755) }
-        do {
-            try session.mount(at: mountPath)
-            fileSystem.attach(session)
+            try mount.mount { Daemon.warn($0, readyFD: readyFD) }
         } catch {
             Daemon.reportFailure("\(error)", readyFD: readyFD)
             throw ExitCode(1)
@@ -243,19 +220,12 @@ struct MountCommand: ParsableCommand {
         // For `appsandboxfs lock|unlock|reboot`.
         let controlSocket = DeviceControl.serve(configuration.dataProtection, record: statusRecord)
         Daemon.reportReady(readyFD: readyFD)
-        let status = session.run(maxThreads: configuration.maxThreads)
+        // Until the mount is gone (unmounted, SIGTERM or SIGINT); then tmp
+        // is emptied (T2). `unmount` waits for this process to exit.
+        let status = mount.serve { logger.warning("\($0)") }
         if status != 0 { logger.error("\(mountPath): reading /dev/fuse failed: \(String(cString: strerror(-status)))") }
         statusRecord?.remove()
         if let controlSocket { unlink(controlSocket) }
-        // T2: the mount is gone (unmounted, SIGTERM or SIGINT): empty tmp,
-        // from the root descriptor opened at mount. `unmount` waits for this
-        // process to exit.
-        do {
-            let (_, failures) = try fileSystem.tmp.finishAfterUnmount()
-            for failure in failures { logger.warning("tmp: cannot remove \(failure)") }
-        } catch {
-            logger.warning("\(error)")
-        }
         logger.info("\(mountPath): unmounted; exiting")
     }
 

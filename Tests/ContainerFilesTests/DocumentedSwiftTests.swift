@@ -100,14 +100,22 @@ struct DocumentedSwiftTests {
     }
 
     /// Where this build put the modules: beside the test binary.
-    /// The module maps SwiftPM wrote for the package's C targets (CLinux,
-    /// which AppSandboxTesting's Linux parts import): swiftc needs them to
-    /// load the Swift modules that were built against them.
+    /// The module maps of the C modules AppSandboxTesting's Linux parts
+    /// reach (CLinux, which SwiftPM writes one for; CFuse and swift-system's
+    /// CSystem, through the in-process driver): swiftc needs them to load
+    /// the Swift modules that were built against them.
     private func cModuleMaps() throws -> [String] {
         let build = (try modulesFolder() as NSString).deletingLastPathComponent
-        return ["CLinux"].map { build + "/\($0).build/module.modulemap" }
+        // .build/<triple>/debug -> .build, where SwiftPM keeps the checkouts.
+        let scratch = ((build as NSString).deletingLastPathComponent as NSString).deletingLastPathComponent
+        return [build + "/CLinux.build/module.modulemap",
+                repositoryRoot() + "/CFuse/module.modulemap",
+                scratch + "/checkouts/swift-system/Sources/CSystem/include/module.modulemap"]
             .filter { FileManager.default.fileExists(atPath: $0) }
             .flatMap { ["-Xcc", "-fmodule-map-file=" + $0] }
+            // CFuse's header includes <fuse_lowlevel.h> from libfuse3's own folder.
+            + (try Subprocess.run(["pkg-config", "--cflags", "fuse3"])).standardOutput
+                .split(whereSeparator: { $0 == " " || $0 == "\n" }).flatMap { ["-Xcc", String($0)] }
     }
 
     private func modulesFolder() throws -> String {

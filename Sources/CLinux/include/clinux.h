@@ -53,6 +53,9 @@ void asfs_proc_fd_path(int fd, char *buffer, size_t size);
 /// `capacity`), with the handle's length, type and mount id. struct
 /// file_handle has a flexible array member, which Swift cannot build.
 int asfs_name_to_handle(int fd, unsigned char *bytes, size_t capacity, size_t *length, int *type, int *mount_id);
+/// unshare(CLONE_FS): the calling thread gets a file-system context (umask,
+/// working folder, root) of its own, which it then changes alone.
+int asfs_unshare_fs(void);
 /// malloc_trim(0): free memory of every arena back to the system.
 void asfs_malloc_trim(void);
 /// open_by_handle_at for a handle made by asfs_name_to_handle.

@@ -1,0 +1,170 @@
+// A container served by threads of the test process (`Options.inProcess`):
+// no program is started to lay it out, mount it or unmount it, so a
+// container's life costs a few milliseconds instead of the tens that
+// process starts take (docs/performance.md, "A container's life for a test
+// fixture"). The file system is the driver's own (AppSandboxFS's
+// `ContainerMount`, the one way a mount is made); what differs is the
+// process around it, see `InProcessDriver.start`.
+
+#if os(Linux)
+import AppSandboxFS
+import Glibc
+import Locking
+import Logging
+import SandboxPolicy
+import Spawning
+
+final class InProcessDriver: ContainerServer {
+    private let mount: ContainerMount
+    /// The device around the container (P5): `lock()` and `unlock()` change
+    /// it directly, where a driver process is reached through its socket.
+    let dataProtection: AppSandboxFS.DataProtection
+    private let watcher: MountWatcher?
+    /// Readable once serving has ended (many waiters may poll it).
+    private let ended: (read: Int32, write: Int32)
+    private let status = Locked<Int32?>(nil)
+    private let logDescriptor: Int32
+
+    private init(mount: ContainerMount, dataProtection: AppSandboxFS.DataProtection, watcher: MountWatcher?,
+                 ended: (read: Int32, write: Int32), logDescriptor: Int32) {
+        self.mount = mount
+        self.dataProtection = dataProtection
+        self.watcher = watcher
+        self.ended = ended
+        self.logDescriptor = logDescriptor
+    }
+
+    deinit {
+        close(ended.read)
+        close(ended.write)
+        close(logDescriptor)
+    }
+
+    /// Mounts `backing` at `mountpoint` with the settings of `appsandboxfs
+    /// mount` without options, and serves it on a thread of this process
+    /// until it is unmounted. The driver log and the denial log are the
+    /// same files as a driver process's. What a driver process does for
+    /// itself is done per thread or left out here: each serving thread has
+    /// umask 0 in a file-system context of its own (the test process keeps
+    /// its umask), the session takes no signal (the test process keeps its
+    /// handlers), and no status record or control socket is published.
+    static func start(backing: String, mountpoint: String, layout: ContainerLayout, root: String,
+                      options: MountedContainer.Options) throws -> InProcessDriver {
+        raiseDescriptorLimit()
+        let logDescriptor = open(root + "/driver.log", O_WRONLY | O_APPEND | O_CLOEXEC)
+        guard logDescriptor >= 0 else { throw FixtureError("\(root)/driver.log: \(String(cString: strerror(errno)))") }
+        var handedOver = false
+        defer { if !handedOver { close(logDescriptor) } }
+        let logger = Logger(label: "appsandboxfs") { _ in LineLogHandler(descriptor: logDescriptor, bare: false) }
+
+        var configuration = MountConfiguration(backing: backing, mountpoint: mountpoint, layout: layout)
+        configuration.bundleOverride = options.bundle
+        configuration.keepTmp = options.keepTmp
+        configuration.denialLogFile = root + "/denials.log"
+        configuration.denialLogger = Logger(label: "appsandboxfs.denials") { _ in
+            var handler = LineLogHandler(descriptor: logDescriptor, bare: true)
+            handler.logLevel = .trace
+            return handler
+        }
+        // `mount`'s defaults: names cached for a day (the driver makes every
+        // change), page cache kept across opens, passthrough asked for.
+        configuration.entryTimeout = 86_400
+        configuration.attributeTimeout = MountConfiguration.longestAttributeTimeout
+        configuration.keepCache = true
+        let container = Container(backing: backing, layout: layout)
+        configuration.dataProtection = AppSandboxFS.DataProtection(defaultClass: container.defaultProtectionClass(),
+                                                                   state: .unlocked)
+        let mount: ContainerMount
+        do {
+            mount = try ContainerMount(configuration: configuration,
+                                       options: options.mountOptions.flatMap { $0.split(separator: ",").map(String.init) },
+                                       logger: logger)
+            try mount.mount(handlingSignals: false) { logger.warning("\($0)") }
+        } catch {
+            throw FixtureError("mounting \(backing) at \(mountpoint) in-process: \(error)")
+        }
+        guard let ended = try? makePipe() else {
+            mount.session.unmount()
+            throw FixtureError("pipe2: \(String(cString: strerror(errno)))")
+        }
+        let driver = InProcessDriver(mount: mount, dataProtection: configuration.dataProtection,
+                                     watcher: MountWatcher.start(mountpoint: mountpoint, log: root + "/driver.log"),
+                                     ended: ended, logDescriptor: logDescriptor)
+        handedOver = true
+        logger.info("serving \(backing) at \(mountpoint) as \(layout.appName) in the test process (pid \(getpid()))")
+        // A thread of its own, not a task: serving blocks, and the task
+        // pool's few threads must never wait on file I/O.
+        let context = Unmanaged.passRetained(ServingContext(driver: driver, logger: logger))
+        var thread = pthread_t()
+        guard pthread_create(&thread, nil, servingMain, context.toOpaque()) == 0 else {
+            context.release()
+            mount.session.unmount()
+            driver.watcher?.release()
+            throw FixtureError("pthread_create: \(String(cString: strerror(errno)))")
+        }
+        pthread_detach(thread)
+        return driver
+    }
+
+    fileprivate func serveUntilUnmounted(logger: Logger) {
+        let loop = mount.serve(privateUmask: true) { logger.warning("\($0)") }
+        if loop != 0 { logger.error("reading /dev/fuse failed: \(String(cString: strerror(-loop)))") }
+        logger.info("unmounted; serving ended")
+        status.withLock { $0 = loop == 0 ? 0 : 1 }
+        var byte: UInt8 = 1
+        _ = write(ended.write, &byte, 1)
+    }
+
+    var pid: pid_t { getpid() }
+
+    var exitStatus: Int32? { status.withLock { $0 } }
+
+    var hasExited: Bool { exitStatus != nil }
+
+    func waitForExit(timeout: Double) -> Int32? {
+        var descriptor = pollfd(fd: ended.read, events: Int16(POLLIN), revents: 0)
+        let deadline = monotonicSeconds() + timeout
+        while exitStatus == nil {
+            let left = deadline - monotonicSeconds()
+            if left <= 0 { return nil }
+            _ = poll(&descriptor, 1, Int32(min(left * 1000, 1000).rounded(.up)))
+        }
+        return exitStatus
+    }
+
+    /// No signal reaches the test process: SIGTERM, SIGINT, SIGHUP and
+    /// SIGKILL end serving as a driver process's handlers (or its death)
+    /// would: the loop stops and the mount is detached.
+    func signal(_ number: Int32) {
+        guard [SIGTERM, SIGINT, SIGHUP, SIGKILL].contains(number), exitStatus == nil else { return }
+        mount.session.requestExit()
+    }
+
+    func releaseWatcher() { watcher?.release() }
+
+    /// Each node the kernel holds keeps a descriptor open (as in
+    /// `appsandboxfs mount`): the soft limit goes up to the hard one.
+    private static func raiseDescriptorLimit() {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        limit.rlim_cur = limit.rlim_max
+        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    }
+}
+
+private final class ServingContext {
+    let driver: InProcessDriver
+    let logger: Logger
+
+    init(driver: InProcessDriver, logger: Logger) {
+        self.driver = driver
+        self.logger = logger
+    }
+}
+
+private func servingMain(_ argument: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
+    let context = Unmanaged<ServingContext>.fromOpaque(argument!).takeRetainedValue()
+    context.driver.serveUntilUnmounted(logger: context.logger)
+    return nil
+}
+#endif
