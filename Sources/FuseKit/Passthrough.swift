@@ -214,18 +214,21 @@ final class PassthroughChannel: Sendable {
             let count = Glibc.read(fd, buffer, length)
             if count > 0, let buffer, let userdata {
                 let saved = errno
-                Unmanaged<FileSystemBox>.fromOpaque(userdata).takeUnretainedValue().passthrough
-                    .received(buffer, length: count)
+                // The box outlives the session: no retain and release per request.
+                Unmanaged<FileSystemBox>.fromOpaque(userdata)._withUnsafeGuaranteedRef {
+                    $0.passthrough.received(buffer, length: count)
+                }
                 errno = saved
             }
             return count
         }
         io.writev = { fd, iov, count, userdata in
             guard let iov, let userdata else { return writev(fd, iov, count) }
-            let box = Unmanaged<FileSystemBox>.fromOpaque(userdata).takeUnretainedValue()
-            // A reply to a request that came through the ring goes back through it.
-            if let ring = box.ring, let written = ring.commit(iov, count) { return written }
-            return box.passthrough.send(fd, iov, count, ring: box.ring)
+            return Unmanaged<FileSystemBox>.fromOpaque(userdata)._withUnsafeGuaranteedRef { box in
+                // A reply to a request that came through the ring goes back through it.
+                if let ring = box.ring, let written = ring.commit(iov, count) { return written }
+                return box.passthrough.send(fd, iov, count, ring: box.ring)
+            }
         }
         return io
     }

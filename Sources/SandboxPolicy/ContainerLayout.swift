@@ -87,7 +87,16 @@ public struct ContainerLayout: Sendable, Hashable {
     @inlinable @inline(__always)
     static func isName(_ name: some Collection<UInt8>, _ other: String) -> Bool {
         let bytes = other.utf8
-        return name.count == bytes.count && name.elementsEqual(bytes)
+        guard name.count == bytes.count else { return false }
+        // Both contiguous (a name's bytes, a native string): compared as two
+        // buffers, not through the generic walk of the String's UTF-8 view
+        // (2.7 ms of user time in 30,000 renames and unlinks of 5-byte names).
+        if let equal = name.withContiguousStorageIfAvailable({ mine in
+            bytes.withContiguousStorageIfAvailable { theirs in mine.elementsEqual(theirs) }
+        }), let equal {
+            return equal
+        }
+        return name.elementsEqual(bytes)
     }
 
     /// How many names from the root decide a zone: below the third one every

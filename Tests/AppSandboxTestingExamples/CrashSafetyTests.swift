@@ -37,6 +37,28 @@ struct CrashSafetyTests {
         #expect(access(root + "/container/Documents/kept", F_OK) == 0)
     }
 
+    @Test("An in-process container (Options.inProcess) of a test process killed with SIGKILL is unmounted too")
+    func killedTestProcessInProcess() throws {
+        let report = try TemporaryFile()
+        let testBinary = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        let child = try Subprocess.run(["env", "APPSANDBOXFS_CRASH_REPORT=\(report.path)", testBinary,
+                                        "AppSandboxTestingExamples.CrashingTestProcess/testMountInProcessThenDie"], timeout: 120)
+        #expect(child.status == 128 + SIGKILL, "\(child.standardOutput)\(child.standardError)")
+        let lines = report.text().split(separator: "\n").map(String.init)
+        try #require(lines.count == 3, "the child reported \(lines): \(child.standardError)")
+        let (mountpoint, root) = (lines[0], lines[2])
+        defer {
+            if MountTable.isContainerMount(mountpoint) { _ = try? Subprocess.run(["fusermount3", "-u", "-z", mountpoint]) }
+            _ = try? Subprocess.run(["rm", "-rf", "--one-file-system", "--", root])
+        }
+        // The file system died with the process (the kernel ended the
+        // connection when /dev/fuse closed); the watcher takes the dead
+        // mount away. tmp is emptied by the container's next mount (T2).
+        #expect(waitUntil(timeout: 15) { !MountTable.isContainerMount(mountpoint) },
+                "the in-process container of the dead test process is still mounted")
+        #expect(access(root + "/container/Documents/kept", F_OK) == 0)
+    }
+
     /// The wait status of a zombie nobody reaped (the last field of
     /// /proc/PID/stat), nil when the process is gone.
     static func exitCode(_ pid: Int32) -> Int32? {
@@ -60,6 +82,16 @@ final class CrashingTestProcess: XCTestCase {
         }
         let container = try MountedContainer.mount()
         try Data("scratch".utf8).write(to: URL(fileURLWithPath: container.tmp + "/scratch"))
+        try Data("kept".utf8).write(to: URL(fileURLWithPath: container.documents + "/kept"))
+        try "\(container.mountpoint)\n\(container.driverPID)\n\(container.root)\n".write(toFile: report, atomically: true, encoding: .utf8)
+        kill(getpid(), SIGKILL)
+    }
+
+    func testMountInProcessThenDie() throws {
+        guard let report = ProcessInfo.processInfo.environment["APPSANDBOXFS_CRASH_REPORT"] else {
+            throw XCTSkip("run by CrashSafetyTests in a child process")
+        }
+        let container = try MountedContainer.mount(MountedContainer.Options(inProcess: true))
         try Data("kept".utf8).write(to: URL(fileURLWithPath: container.documents + "/kept"))
         try "\(container.mountpoint)\n\(container.driverPID)\n\(container.root)\n".write(toFile: report, atomically: true, encoding: .utf8)
         kill(getpid(), SIGKILL)
