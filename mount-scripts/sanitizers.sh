@@ -6,6 +6,7 @@
 #
 #   bash mount-scripts/sanitizers.sh              # address, then thread
 #   bash mount-scripts/sanitizers.sh thread       # one of them
+#   bash mount-scripts/sanitizers.sh inprocess    # the in-process fixture's tests, the test binary built with ThreadSanitizer
 #   SANITIZER_FILTER=Reliability bash mount-scripts/sanitizers.sh address
 #
 # Every sanitized process (the driver and the other verbs the tests run)
@@ -91,14 +92,24 @@ export RELIABILITY_SANITIZED=1
 
 failed=0
 for kind in "${kinds[@]}"; do
+    test_scratch=$scratch
+    test_filter=$filter
     case $kind in
         address) build=.build-asan ;;
         thread) build=.build-tsan ;;
-        *) echo "sanitizers: unknown sanitizer $kind (address or thread)" >&2; exit 64 ;;
+        # AppSandboxTesting's Options(inProcess: true) serves the file system
+        # from threads of the test process itself: there the tests are what
+        # must be built with ThreadSanitizer (the driver beside them too).
+        inprocess) build=.build-tsan-tests; test_scratch=$build; test_filter=${INPROCESS_FILTER:-InProcessFixture|CrashSafety} ;;
+        *) echo "sanitizers: unknown sanitizer $kind (address, thread or inprocess)" >&2; exit 64 ;;
     esac
     echo "sanitizers: building the driver with --sanitize $kind ($build)"
     start=$SECONDS
-    swift build --scratch-path "$build" --sanitize "$kind" --product appsandboxfs 2>&1 | tail -n 1
+    if [ "$kind" = inprocess ]; then
+        swift build --scratch-path "$build" --sanitize thread --build-tests 2>&1 | tail -n 1
+    else
+        swift build --scratch-path "$build" --sanitize "$kind" --product appsandboxfs 2>&1 | tail -n 1
+    fi
     step $start "building the $kind driver"
     driver="$(realpath "$(swift build --scratch-path "$build" --show-bin-path)")/appsandboxfs"
     drivers+=("$driver")
@@ -113,7 +124,7 @@ for kind in "${kinds[@]}"; do
     ASAN_OPTIONS="log_path=$logs/asan:detect_leaks=1:abort_on_error=0:allocator_may_return_null=1" \
     LSAN_OPTIONS="exitcode=0:suppressions=$PWD/mount-scripts/sanitizers-leaks.supp:print_suppressions=0" \
     TSAN_OPTIONS="log_path=$logs/tsan:halt_on_error=0:second_deadlock_stack=1" \
-        swift test --scratch-path "$scratch" --skip-build --filter "$filter" > "$logs/swift-test.log" 2>&1 || status=$?
+        swift test --scratch-path "$test_scratch" --skip-build --filter "$test_filter" > "$logs/swift-test.log" 2>&1 || status=$?
     tail -n 3 "$logs/swift-test.log"
     step $start "the integration tests against the $kind driver"
     stop_leftover_drivers

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sets up the machine and runs the whole test suite (real mounts; needs root
 # and /dev/fuse), then the integration tests again against the driver built
-# with AddressSanitizer and with ThreadSanitizer (sanitizers.sh), which fail
-# on any sanitizer report.
+# with AddressSanitizer and with ThreadSanitizer, and the in-process
+# fixture's tests built with ThreadSanitizer (sanitizers.sh), which fail on
+# any sanitizer report.
 #
 #   bash mount-scripts/test.sh                    # all of it (CI)
 #   bash mount-scripts/test.sh --filter Rules     # some tests, no sanitizers
@@ -23,5 +24,5 @@ start=$SECONDS
 swift test --skip-build "$@"
 echo "test.sh: the suite took $((SECONDS - start)) s"
 if [ "${SANITIZERS:-1}" != 0 ] && [ $# -eq 0 ]; then
-    bash mount-scripts/sanitizers.sh address thread
+    bash mount-scripts/sanitizers.sh address thread inprocess
 fi
