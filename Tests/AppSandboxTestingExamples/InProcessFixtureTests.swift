@@ -118,6 +118,27 @@ struct InProcessFixtureTests {
         }
     }
 
+    @Test("U1 in-process: updateApp installs version 2 and serves it again in this process; the user's note survives")
+    func appUpdateInProcess() throws {
+        let version1 = try DeviceExampleTests.makeBuild(version: 1), version2 = try DeviceExampleTests.makeBuild(version: 2)
+        defer {
+            try? FileManager.default.removeItem(atPath: version1)
+            try? FileManager.default.removeItem(atPath: version2)
+        }
+        var options = Self.inProcess
+        options.prepare = { backing in
+            try FileManager.default.removeItem(atPath: backing + "/TestApp.app")
+            try FileManager.default.copyItem(atPath: version1, toPath: backing + "/TestApp.app")
+        }
+        try withMountedContainer(options) { container in
+            try Data("Buy milk".utf8).write(to: URL(fileURLWithPath: container.documents + "/note.txt"))
+            try container.updateApp(bundle: version2)
+            #expect(container.driverPID == getpid())
+            #expect(try String(contentsOfFile: container.bundle + "/schema.txt", encoding: .utf8) == "schema 2\n")
+            #expect(try String(contentsOfFile: container.documents + "/note.txt", encoding: .utf8) == "Buy milk")
+        }
+    }
+
     @Test("Options of the driver program are refused in-process, by name")
     func programOptionsRefused() {
         #expect {
