@@ -48,6 +48,10 @@ final class DescriptorCache: Sendable {
         self.mounts = mounts
     }
 
+    deinit {
+        for mount in mounts { Backing.close(mount.fd) }
+    }
+
     /// The default size: a quarter of the descriptor limit (the rest is for
     /// open files), at most 4,096.
     static func defaultCapacity() -> Int {

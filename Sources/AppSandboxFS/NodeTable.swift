@@ -69,14 +69,17 @@ final class NodeTable: Sendable {
         for node in all {
             node.children = [:]
             node.parent = nil
-            // The root's descriptor is the container's (tmp is emptied
-            // through it): it stays open.
             guard node !== root else { continue }
             cache.retire(node)
             if node.lookups.exchange(0, ordering: .relaxed) > 0 {
                 Unmanaged.passUnretained(node).release()
             }
         }
+        // The root's descriptor too: tmp was emptied through a descriptor of
+        // its own (ContainerTmp), and a file system served in a process that
+        // goes on (the test fixture's in-process mode) must give back every
+        // descriptor it opened.
+        root.retire()
     }
 
     /// The node behind a node id. The id must be one the kernel still holds.

@@ -37,6 +37,12 @@ public final class SandboxFileSystem: FileSystemOperations {
     /// (fuse_session_destroy) would never run.
     let session = Locked(WeakSession())
 
+    /// Nodes, the descriptor cache and tmp close their own descriptors; the
+    /// bundle's root (only ever opened from) is the file system's.
+    deinit {
+        if let bundleRoot { Backing.close(bundleRoot) }
+    }
+
     struct WeakSession {
         weak var value: FuseSession?
     }

@@ -15,7 +15,13 @@ import SandboxPolicy
 import Spawning
 
 final class InProcessDriver: ContainerServer {
-    private let mount: ContainerMount
+    /// The mount while it is served; let go as soon as serving ends, so
+    /// that the file system's node table and the backing descriptors it
+    /// keeps open are closed then, not when the `MountedContainer` goes (a
+    /// suite may keep many). (The connection itself ends earlier: libfuse
+    /// closes /dev/fuse when the session unmounts, so a file still open in
+    /// a detached mount fails with ENOTCONN.)
+    private let mount: Locked<ContainerMount?>
     /// The device around the container (P5): `lock()` and `unlock()` change
     /// it directly, where a driver process is reached through its socket.
     let dataProtection: AppSandboxFS.DataProtection
@@ -27,7 +33,7 @@ final class InProcessDriver: ContainerServer {
 
     private init(mount: ContainerMount, dataProtection: AppSandboxFS.DataProtection, watcher: MountWatcher?,
                  ended: (read: Int32, write: Int32), logDescriptor: Int32) {
-        self.mount = mount
+        self.mount = Locked(mount)
         self.dataProtection = dataProtection
         self.watcher = watcher
         self.ended = ended
@@ -107,7 +113,12 @@ final class InProcessDriver: ContainerServer {
     }
 
     fileprivate func serveUntilUnmounted(logger: Logger) {
-        let loop = mount.serve(privateUmask: true) { logger.warning("\($0)") }
+        let loop: Int32
+        do {
+            guard let serving = mount.withLock({ $0 }) else { return }
+            loop = serving.serve(privateUmask: true) { logger.warning("\($0)") }
+        }
+        mount.withLock { $0 = nil }
         if loop != 0 { logger.error("reading /dev/fuse failed: \(String(cString: strerror(-loop)))") }
         logger.info("unmounted; serving ended")
         status.withLock { $0 = loop == 0 ? 0 : 1 }
@@ -136,8 +147,8 @@ final class InProcessDriver: ContainerServer {
     /// SIGKILL end serving as a driver process's handlers (or its death)
     /// would: the loop stops and the mount is detached.
     func signal(_ number: Int32) {
-        guard [SIGTERM, SIGINT, SIGHUP, SIGKILL].contains(number), exitStatus == nil else { return }
-        mount.session.requestExit()
+        guard [SIGTERM, SIGINT, SIGHUP, SIGKILL].contains(number) else { return }
+        mount.withLock { $0 }?.session.requestExit()
     }
 
     func releaseWatcher() { watcher?.release() }

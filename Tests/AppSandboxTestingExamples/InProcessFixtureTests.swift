@@ -8,11 +8,12 @@
 
 @testable import AppSandboxTesting
 import Foundation
+import Locking
 import MountInfo
 import Spawning
 import Testing
 
-@Suite("AppSandboxTesting: containers served in the test process", .enabled(if: MountedContainer.canConfine))
+@Suite("AppSandboxTesting: containers served in the test process", .enabled(if: MountedContainer.canConfine), .serialized)
 struct InProcessFixtureTests {
     static let inProcess = MountedContainer.Options(inProcess: true)
 
@@ -137,6 +138,62 @@ struct InProcessFixtureTests {
             #expect(try String(contentsOfFile: container.bundle + "/schema.txt", encoding: .utf8) == "schema 2\n")
             #expect(try String(contentsOfFile: container.documents + "/note.txt", encoding: .utf8) == "Buy milk")
         }
+    }
+
+    @Test("A file left open at the teardown: the unmount is reported busy, serving stops, and the open file then fails at once (ENOTCONN) instead of waiting for an answer")
+    func fileLeftOpenAtTeardown() throws {
+        let container = try MountedContainer.mount(Self.inProcess)
+        let path = container.documents + "/open.txt"
+        try Data("kept open".utf8).write(to: URL(fileURLWithPath: path))
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        #expect(throws: (any Error).self) { try container.unmount() }
+        // On a thread of its own: a read that waited for an answer nobody
+        // gives would otherwise hold the test forever.
+        let result = Locked<(Int, Int32)?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        // fstat, not a read: with passthrough the kernel reads the backing
+        // file itself, while attributes (cached for a second, and the
+        // teardown tried to unmount for two) must come from the driver.
+        Thread.detachNewThread {
+            var status = stat()
+            let answer = fstat(fd, &status)
+            result.withLock { $0 = (Int(answer), errno) }
+            done.signal()
+        }
+        #expect(done.wait(timeout: .now() + 15) == .success, "fstat of the open file still waits")
+        let (answer, error) = try #require(result.withLock { $0 })
+        #expect(answer == -1 && error == ENOTCONN, "fstat gave \(answer), errno \(error)")
+    }
+
+    /// This process's open descriptors.
+    private func openDescriptors() -> Int {
+        ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).count
+    }
+
+    /// What this process's descriptors lead to (for a failure's message).
+    private func descriptorTargets() -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).compactMap {
+            try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0)
+        }.sorted()
+    }
+
+    @Test("Once unmounted, an in-process container holds no backing descriptor, though its MountedContainer lives on")
+    func descriptorsGoWithTheMount() throws {
+        // Not in parallel with the other tests' containers: it counts this
+        // process's descriptors.
+        let before = openDescriptors()
+        let container = try MountedContainer.mount(Self.inProcess)
+        for index in 0..<50 {
+            try Data("x".utf8).write(to: URL(fileURLWithPath: container.documents + "/file-\(index)"))
+        }
+        #expect(openDescriptors() >= before + 50, "the file system keeps a descriptor per file the kernel knows")
+        try container.unmount()
+        // What stays until `container` goes: the driver log and the pipe
+        // that says serving ended.
+        #expect(openDescriptors() <= before + 3, "\(openDescriptors() - before) descriptors more than before the mount: \(descriptorTargets())")
+        withExtendedLifetime(container) {}
     }
 
     @Test("Options of the driver program are refused in-process, by name")
