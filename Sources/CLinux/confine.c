@@ -187,6 +187,88 @@ static void path_in(char *buffer, size_t size, const char *folder, const char *n
 }
 
 /// The mounts of R1 and R2, in an order where each step still finds what
+/// Whether `path` is `folder` or lies below it.
+static int is_inside(const char *path, const char *folder) {
+    size_t length = strlen(folder);
+    if (strncmp(path, folder, length) != 0) return 0;
+    return path[length] == '\0' || path[length] == '/' || (length == 1 && folder[0] == '/');
+}
+
+/// From one line of mountinfo: the mount point (field 5, octal escapes
+/// undone) into `mount_point` when the file system type (after " - ") is
+/// `type`. 0 when it is another type or the line is not understood.
+static int mount_point_of_type(const char *line, const char *type, char *mount_point, size_t size) {
+    const char *field = line;
+    for (int skip = 0; skip < 4; skip++) {
+        field = strchr(field, ' ');
+        if (!field) return 0;
+        field++;
+    }
+    const char *separator = strstr(field, " - ");
+    if (!separator) return 0;
+    size_t type_length = strlen(type);
+    if (strncmp(separator + 3, type, type_length) != 0 || separator[3 + type_length] != ' ') return 0;
+    size_t used = 0;
+    for (const char *c = field; *c && *c != ' '; c++) {
+        char byte = *c;
+        if (byte == '\\' && c[1] >= '0' && c[1] <= '7' && c[2] >= '0' && c[2] <= '7' && c[3] >= '0' && c[3] <= '7') {
+            byte = (char)((c[1] - '0') * 64 + (c[2] - '0') * 8 + (c[3] - '0'));
+            c += 3;
+        }
+        if (used + 1 >= size) return 0;
+        mount_point[used++] = byte;
+    }
+    mount_point[used] = '\0';
+    return used > 0;
+}
+
+/// One pass over this namespace's mountinfo: detaches every appsandboxfs
+/// mount but the container's own. Returns how many it detached, or -1 when
+/// one could not be.
+static int detach_other_containers_once(const struct asfs_confinement *plan, int report_fd) {
+    int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail(report_fd, 1, "open", "/proc/self/mountinfo");
+    char chunk[4096], line[16384], mount_point[PATH_MAX];
+    size_t line_length = 0;
+    int overlong = 0, detached = 0;
+    for (;;) {
+        ssize_t count = read(fd, chunk, sizeof chunk);
+        if (count < 0 && errno == EINTR) continue;
+        if (count <= 0) break;
+        for (ssize_t i = 0; i < count; i++) {
+            if (chunk[i] != '\n') {
+                if (line_length + 1 < sizeof line) line[line_length++] = chunk[i];
+                else overlong = 1;
+                continue;
+            }
+            line[line_length] = '\0';
+            if (!overlong && mount_point_of_type(line, "fuse.appsandboxfs", mount_point, sizeof mount_point)
+                && !is_inside(mount_point, plan->mountpoint)) {
+                if (umount2(mount_point, MNT_DETACH) == 0) detached++;
+                else if (errno != EINVAL && errno != ENOENT) fail(report_fd, 1, "umount", mount_point);
+            }
+            line_length = 0;
+            overlong = 0;
+        }
+    }
+    close(fd);
+    return detached;
+}
+
+/// The parent planned which containers to detach from the mount table as
+/// it was before the clone; one mounted outside after that (before the
+/// clone, or before the mounts here turned private) came along into this
+/// namespace, where no new mount arrives any more. So the table is read
+/// again here, with system calls only (no allocation in the child), until
+/// a pass finds no other container (R2). The parent's reader is MountInfo;
+/// this one only needs the mount point and the type.
+static void detach_late_containers(const struct asfs_confinement *plan, int report_fd) {
+    for (int pass = 0; pass < 16; pass++) {
+        if (detach_other_containers_once(plan, report_fd) == 0) return;
+    }
+    fail(report_fd, 1, "detach the other containers' mounts", "/proc/self/mountinfo");
+}
+
 /// it needs: other containers go first, hidden folders are in place before
 /// the container is cloned (so a hidden folder inside it stays hidden), the
 /// clones of the container, its tmp and the devices are taken before
@@ -203,6 +285,7 @@ static void make_world(const struct asfs_confinement *plan, int report_fd) {
         if (umount2(plan->detach[i], MNT_DETACH) != 0 && errno != EINVAL && errno != ENOENT)
             fail(report_fd, 1, "umount", plan->detach[i]);
     }
+    detach_late_containers(plan, report_fd);
     for (size_t i = 0; i < plan->hide_count; i++) {
         if (mount("appsandboxfs-hidden", plan->hide[i], "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
                   "mode=0555") != 0 && errno != ENOENT)
