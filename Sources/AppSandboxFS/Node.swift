@@ -61,8 +61,11 @@ final class Node: Sendable {
     let ringIndex = Atomic<Int>(-1)
 
     /// A node holding `fd`, an O_PATH descriptor on its file. With a handle
-    /// the descriptor still has to be given to the cache (`admit`).
-    init(fd: FileDescriptor, stat: stat, parent: Node?, name: NodeName, handle: BackingHandle?, cache: DescriptorCache) {
+    /// the descriptor still has to be given to the cache (`admit`); with a
+    /// handle and no descriptor, the node opens its file when a request
+    /// first needs it.
+    init(fd: FileDescriptor?, stat: stat, parent: Node?, name: NodeName, handle: BackingHandle?, cache: DescriptorCache) {
+        precondition(fd != nil || handle != nil, "a node needs a descriptor or a handle to reach its file")
         key = InodeKey(stat)
         isDirectory = stat.st_mode & S_IFMT == S_IFDIR
         isSymlink = stat.st_mode & S_IFMT == S_IFLNK
@@ -70,7 +73,7 @@ final class Node: Sendable {
         self.name = name
         self.handle = handle
         self.cache = cache
-        slot = Atomic(Slot.encode(fd) | (handle == nil ? Slot.kept : Slot.referenced))
+        slot = Atomic(fd.map { Slot.encode($0) | (handle == nil ? Slot.kept : Slot.referenced) } ?? 0)
     }
 
     /// Takes `child` out of this folder's map if its name there is still

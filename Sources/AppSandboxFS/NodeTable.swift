@@ -104,15 +104,38 @@ final class NodeTable: Sendable {
     /// on, detached from the index, until the kernel forgets it (its
     /// descriptor, if it ever gets one, reaches only the old file).
     func remember(fd: FileDescriptor, stat: stat, parent: Node, name: NodeName) -> Node {
+        remember(fd: fd, handle: nil, stat: stat, parent: parent, name: name)
+    }
+
+    /// The same for a file just created through the mount and still open
+    /// (`open`, any descriptor on it, which stays the caller's): the node
+    /// is made from the file's handle alone, without an O_PATH descriptor
+    /// of its own, which saves an open by name (and its close later) per
+    /// created file; a request that needs the node's descriptor opens it
+    /// from the handle. nil when the file has no usable handle (then the
+    /// caller looks the file up).
+    func rememberCreated(open: FileDescriptor, stat: stat, parent: Node, name: NodeName) -> Node? {
+        guard let handle = cache.handle(for: open) else { return nil }
+        // `open` holds the inode while the table compares: a node with a
+        // descriptor found for its (st_dev, st_ino) is the same file.
+        return remember(fd: nil, handle: handle, stat: stat, parent: parent, name: name)
+    }
+
+    /// `fd`, if given, is the table's; without it `knownHandle` is the
+    /// file's, and the caller holds the file open meanwhile.
+    private func remember(fd: FileDescriptor?, handle knownHandle: BackingHandle?, stat: stat,
+                          parent: Node, name: NodeName) -> Node {
         let key = InodeKey(stat)
         if key == root.key {
-            Backing.close(fd)
+            if let fd { Backing.close(fd) }
             return root
         }
         // The common case: a known node with its descriptor open, found
         // first by this very name in the tree (a name given a node of its
         // own, see `needsOwnNode`, is found again that way), else by inode.
-        let pinned = state.withLock { index -> (Node, Node.Borrowed)? in
+        // A created file (its handle known already) is rarely known: it
+        // goes straight to the one pass below.
+        let pinned = knownHandle != nil ? nil : state.withLock { index -> (Node, Node.Borrowed)? in
             if let named = parent.children[name], named.key == key, let borrowed = named.pinIfOpen() {
                 addLookup(named)
                 return (named, borrowed)
@@ -125,12 +148,12 @@ final class NodeTable: Sendable {
         }
         if let (node, borrowed) = pinned {
             node.giveBack(borrowed)
-            Backing.close(fd)
+            if let fd { Backing.close(fd) }
             return node
         }
         // The handle is made outside the lock: another thread may make a
         // node for the same file meanwhile, and then this one is dropped.
-        let handle = cache.handle(for: fd)
+        let handle = knownHandle ?? fd.flatMap { cache.handle(for: $0) }
         let made = Node(fd: fd, stat: stat, parent: parent, name: name, handle: handle, cache: cache)
         var pin: Node.Borrowed?
         var pinOfExisting: (Node, Node.Borrowed)?
@@ -176,8 +199,8 @@ final class NodeTable: Sendable {
         if let pin { node.giveBack(pin) }
         if let (existing, borrowed) = pinOfExisting { existing.giveBack(borrowed) }
         if node === made {
-            if made.handle != nil { cache.admit(made) }
-        } else {
+            if made.handle != nil && fd != nil { cache.admit(made) }
+        } else if let fd {
             // `made` was never handed out (it closes nothing when it goes):
             // its descriptor goes to the node found, or is closed.
             cache.offer(fd, to: node)
@@ -212,7 +235,7 @@ final class NodeTable: Sendable {
         guard existing !== root, existing.parent !== parent || existing.name != name else { return false }
         if existing.isSymlink { return existing.parent !== parent }
         guard !existing.isDirectory else { return false }
-        let here = layout.zone(ofChild: name.bytes, in: zoneLocked(parent))
+        let here = name.withBytes { layout.zone(ofChild: $0, in: zoneLocked(parent)) }
         return !SandboxPolicy.sameRulesForFiles(zoneLocked(existing), here)
     }
 
@@ -270,8 +293,34 @@ final class NodeTable: Sendable {
     /// it): if that is the file's last name and the kernel knows the file,
     /// its node keeps its descriptor, which still reaches the file (fstat
     /// of an open file, setattr through it) where a handle would not.
-    func keepIfLastName(in folder: FileDescriptor, _ name: UnsafePointer<CChar>) {
-        guard cache.usesHandles, let stat = try? Backing.stat(in: folder, name),
+    ///
+    /// The tree answers first, without a system call: when the node at
+    /// `name` holds its descriptor and is its file's only node, it keeps
+    /// that descriptor whether or not this is the last name (a descriptor
+    /// kept for a file that has other names costs one descriptor until the
+    /// kernel forgets the node, and saves a stat by name per unlink).
+    /// Otherwise `name` is looked at in the backing store. `.noNode` tells a
+    /// rename that the kernel holds no node at `name` and nothing was
+    /// looked at (see `SandboxFileSystem.rename`).
+    @discardableResult
+    func keepIfLastName(_ name: NodeName, in parent: Node, folder: FileDescriptor,
+                        _ cName: UnsafePointer<CChar>, lookingIfNoNode: Bool = true) -> LastNameCheck {
+        guard cache.usesHandles else { return .done }
+        let named = state.withLock { _ in parent.children[name] }
+        if let named, !named.sharesItsFile.load(ordering: .relaxed), let borrowed = named.pinIfOpen() {
+            cache.keep(named)
+            named.giveBack(borrowed)
+            return .done
+        }
+        if named == nil && !lookingIfNoNode { return .noNode }
+        keepIfLastName(in: folder, cName)
+        return .done
+    }
+
+    enum LastNameCheck { case done, noNode }
+
+    private func keepIfLastName(in folder: FileDescriptor, _ name: UnsafePointer<CChar>) {
+        guard let stat = try? Backing.stat(in: folder, name),
               stat.st_mode & S_IFMT == S_IFDIR || stat.st_nlink <= 1,
               let node = existing(InodeKey(stat)) else { return }
         cache.keep(node)
@@ -287,11 +336,7 @@ final class NodeTable: Sendable {
         if !isNew {
             if node === root { return }
             if node.parent !== parent || node.name != name {
-                var ancestor: Node? = parent
-                while let current = ancestor {
-                    if current === node { return }
-                    ancestor = current.parent
-                }
+                if isSelfOrAbove(node, parent) { return }
                 if let old = node.parent { old.removeChild(node) }
                 node.parent = parent
                 node.name = name
@@ -301,15 +346,42 @@ final class NodeTable: Sendable {
         parent.children.updateValue(node, forKey: name)
     }
 
+    /// Whether `node` is `folder` or one of its ancestors. Under the lock.
+    private func isSelfOrAbove(_ node: Node, _ folder: Node) -> Bool {
+        var ancestor: Node? = folder
+        while let current = ancestor {
+            if current === node { return true }
+            ancestor = current.parent
+        }
+        return false
+    }
+
     /// The kernel's view of a rename that succeeded: the node at `name` in
     /// `parent` is now `newName` in `newParent`; with `exchange` the node
     /// that was there took the old place, else that node lost its name.
+    ///
+    /// Two searches of the maps for a rename (a folder's map can hold many
+    /// thousands of names, and each search there costs cache misses): one
+    /// takes the node out of its old place, one puts it in the new place
+    /// and hands back what was there.
     func renamed(_ name: NodeName, in parent: Node, to newName: NodeName, in newParent: Node, exchange: Bool) {
         state.withLock { _ in
             let moved = parent.children.removeValue(forKey: name)
-            let other = newParent.children.removeValue(forKey: newName)
-            if let moved { place(moved, in: newParent, as: newName) }
-            if exchange, let other { place(other, in: parent, as: name) }
+            let other: Node?
+            if let moved, !isSelfOrAbove(moved, newParent) {
+                other = newParent.children.updateValue(moved, forKey: newName)
+                moved.parent = newParent
+                moved.name = newName
+            } else {
+                // Nothing known at the old name, or a stale tree (see
+                // `place`): the moved node, if any, stays out of the maps.
+                other = newParent.children.removeValue(forKey: newName)
+            }
+            if exchange, let other, !isSelfOrAbove(other, parent) {
+                parent.children[name] = other
+                other.parent = parent
+                other.name = name
+            }
         }
     }
 
@@ -332,17 +404,22 @@ final class NodeTable: Sendable {
 
     private func zoneLocked(_ node: Node) -> Zone {
         // Walk to the root keeping the last three nodes met: the root's
-        // child, its child and its child's child.
-        var current = node
-        var first: Node?, second: Node?, third: Node?
-        while let parent = current.parent {
+        // child, its child and its child's child. Every request walks this
+        // way, and the nodes near the root are the same for all of them:
+        // references taken on the way would have every worker thread write
+        // to those few nodes' reference counts. None is needed: under the
+        // lock no link changes, and each node met is held by the link of
+        // the one before it, the first by the caller.
+        var current = Unmanaged.passUnretained(node)
+        var first: Unmanaged<Node>?, second: Unmanaged<Node>?, third: Unmanaged<Node>?
+        while let parent = current._withUnsafeGuaranteedRef({ $0.parent.map { Unmanaged.passUnretained($0) } }) {
             (third, second, first) = (second, first, current)
             current = parent
         }
         var zone = Zone.root
-        if let first { zone = layout.zone(ofChild: first.name.bytes, in: zone) }
-        if let second { zone = layout.zone(ofChild: second.name.bytes, in: zone) }
-        if let third { zone = layout.zone(ofChild: third.name.bytes, in: zone) }
+        if let first { zone = first._withUnsafeGuaranteedRef { $0.name.withBytes { layout.zone(ofChild: $0, in: zone) } } }
+        if let second { zone = second._withUnsafeGuaranteedRef { $0.name.withBytes { layout.zone(ofChild: $0, in: zone) } } }
+        if let third { zone = third._withUnsafeGuaranteedRef { $0.name.withBytes { layout.zone(ofChild: $0, in: zone) } } }
         return zone
     }
 

@@ -24,12 +24,13 @@ extension SandboxFileSystem {
     /// `body` may remove the last name of `name` in `folder` (unlink, rmdir,
     /// rename over it): its space is freed, or kept until its last close.
     @inline(__always)
-    func charged<T>(removing name: UnsafePointer<CChar>?, in folder: FileDescriptor, also others: [FileDescriptor] = [],
+    func charged<T>(removing name: UnsafePointer<CChar>?, in folder: FileDescriptor,
+                    also others: @autoclosure () -> [FileDescriptor] = [],
                     _ body: () throws(Errno) -> T) throws(Errno) -> T {
         guard let capacity else { return try body() }
         let victim = name.flatMap { try? Backing.openPath(in: folder, $0) }
         defer { if let victim { Backing.close(victim) } }
-        return try capacity.change(reserving: 0, tracking: [folder] + others + (victim.map { [$0] } ?? []), body)
+        return try capacity.change(reserving: 0, tracking: [folder] + others() + (victim.map { [$0] } ?? []), body)
     }
 
     /// A write through the driver: all of it, a prefix that fits, or ENOSPC.

@@ -125,7 +125,7 @@ extension SandboxFileSystem {
                     removeAfterFailure(parent, name.cString)
                     throw error
                 }
-                var (node, attributes) = try lookupChild(parent, name.cString)
+                var (node, attributes) = try createdChild(parent, name.cString, open: fd)
                 if chowned && Self.lostSetIDBits(requested: mode, now: attributes) {
                     _ = try check { fchmod(fd.rawValue, mode & 0o7777) }
                     attributes = try node.withFD { (fd) throws(Errno) in try Backing.stat(fd) }
@@ -198,11 +198,12 @@ extension SandboxFileSystem {
         let parent = nodes.node(id)
         send(guarded(.unlink(entry: zone(ofChild: name.cString, in: parent)), request,
                      at: .child(parent, name.cString)) { () throws(Errno) in
+            let entry = NodeName(name.cString)
             try parent.withFD { (folder) throws(Errno) in
-                nodes.keepIfLastName(in: folder, name.cString)
+                nodes.keepIfLastName(entry, in: parent, folder: folder, name.cString)
                 try charged(removing: name.cString, in: folder) { () throws(Errno) in try Backing.unlink(in: folder, name.cString) }
             }
-            nodes.removed(NodeName(name.cString), in: parent)
+            nodes.removed(entry, in: parent)
         }, reply)
     }
 
@@ -210,11 +211,12 @@ extension SandboxFileSystem {
         let parent = nodes.node(id)
         send(guarded(.removeDirectory(entry: zone(ofChild: name.cString, in: parent)), request,
                      at: .child(parent, name.cString)) { () throws(Errno) in
+            let entry = NodeName(name.cString)
             try parent.withFD { (folder) throws(Errno) in
-                nodes.keepIfLastName(in: folder, name.cString)
+                nodes.keepIfLastName(entry, in: parent, folder: folder, name.cString)
                 try charged(removing: name.cString, in: folder) { () throws(Errno) in try Backing.rmdir(in: folder, name.cString) }
             }
-            nodes.removed(NodeName(name.cString), in: parent)
+            nodes.removed(entry, in: parent)
         }, reply)
     }
 
@@ -225,8 +227,9 @@ extension SandboxFileSystem {
         let source = NodeName(name.cString)
         let target = NodeName(newName.cString)
         let folder = zone(of: parent)
-        let moved = nodes.layout.zone(ofChild: source.bytes, in: folder)
-        let destination = nodes.zone(ofChild: target.bytes, in: newParent)
+        let into = newParent === parent ? folder : zone(of: newParent)
+        let moved = source.withBytes { nodes.layout.zone(ofChild: $0, in: folder) }
+        let destination = target.withBytes { nodes.layout.zone(ofChild: $0, in: into) }
         let operation: FileOperation
         if flags.contains(.exchange) {
             operation = .exchange(first: moved, second: destination)
@@ -242,7 +245,6 @@ extension SandboxFileSystem {
             } else {
                 replacing = destination
             }
-            let into = zone(of: newParent)
             // RENAME_WHITEOUT leaves a new entry (a whiteout) at the old name.
             operation = flags.contains(.whiteout)
                 ? .renameLeavingWhiteout(entry: moved, from: folder, into: into, replacing: replacing)
@@ -251,9 +253,9 @@ extension SandboxFileSystem {
         send(guarded(operation, request, at: .child(parent, name.cString)) { () throws(Errno) in
             try parent.withFD { (from) throws(Errno) in
                 try newParent.withFD { (to) throws(Errno) in
-                    if !flags.contains(.exchange) { nodes.keepIfLastName(in: to, newName.cString) }
                     try charged(removing: flags.contains(.exchange) ? nil : newName.cString, in: to, also: [from]) { () throws(Errno) in
-                        try Backing.rename(in: from, name.cString, to: to, newName.cString, flags: flags.rawValue)
+                        try backingRename(from: from, name.cString, to: to, newName.cString, target: target,
+                                          in: newParent, flags: flags)
                     }
                 }
             }
@@ -261,5 +263,29 @@ extension SandboxFileSystem {
             // tree needs only the one move.
             nodes.renamed(source, in: parent, to: target, in: newParent, exchange: flags.contains(.exchange))
         }, reply)
+    }
+
+    /// rename(2) in the backing store; the node of a file it replaces keeps
+    /// its descriptor if that was the file's last name (`keepIfLastName`).
+    /// When the kernel holds no node at the new name, most likely nothing is
+    /// there: a rename that may not replace settles that in the same call,
+    /// and only if something is there (EEXIST), or the backing file system
+    /// has no RENAME_NOREPLACE (EINVAL), is the name looked at.
+    private func backingRename(from: FileDescriptor, _ name: UnsafePointer<CChar>, to: FileDescriptor,
+                               _ newName: UnsafePointer<CChar>, target: NodeName, in newParent: Node,
+                               flags: RenameFlags) throws(Errno) {
+        // An exchange and a rename that may not replace take no name away.
+        if flags.isDisjoint(with: [.exchange, .noReplace]) {
+            let mayTryNoReplace = flags.isEmpty
+            if nodes.keepIfLastName(target, in: newParent, folder: to, newName, lookingIfNoNode: !mayTryNoReplace) == .noNode {
+                do throws(Errno) {
+                    return try Backing.rename(in: from, name, to: to, newName, flags: RenameFlags.noReplace.rawValue)
+                } catch {
+                    guard error == .fileExists || error == .invalidArgument else { throw error }
+                }
+                nodes.keepIfLastName(target, in: newParent, folder: to, newName)
+            }
+        }
+        try Backing.rename(in: from, name, to: to, newName, flags: flags.rawValue)
     }
 }

@@ -144,7 +144,7 @@ public final class SandboxFileSystem: FileSystemOperations {
     func zone(of node: Node) -> Zone { nodes.zone(of: node) }
 
     func zone(ofChild name: UnsafePointer<CChar>, in parent: Node) -> Zone {
-        nodes.zone(ofChild: nameBytes(name), in: parent)
+        nodes.zone(ofChild: UnsafeRawBufferPointer(start: name, count: strlen(name)), in: parent)
     }
 
     /// Opens `name` in `parent` (O_PATH) and records a lookup of it.
@@ -152,9 +152,9 @@ public final class SandboxFileSystem: FileSystemOperations {
         // The kernel never asks for these without export support; refuse
         // them anyway so that ".." can never lead above the backing root.
         if Self.isDotOrDotDot(name) { throw .noSuchFileOrDirectory }
-        let bytes = nameBytes(name)
         let fd: FileDescriptor
-        if parent === nodes.root, let bundleRoot, bytes == bundleName {
+        if parent === nodes.root, let bundleRoot, strlen(name) == bundleName.count,
+           memcmp(name, bundleName, bundleName.count) == 0 {
             fd = try Backing.openPath(in: bundleRoot, ".")
         } else {
             fd = try parent.withFD { (folder) throws(Errno) in try Backing.openPath(in: folder, name) }
@@ -164,7 +164,19 @@ public final class SandboxFileSystem: FileSystemOperations {
             Backing.close(fd)
             throw error
         }
-        let node = nodes.remember(fd: fd, stat: attributes, parent: parent, name: NodeName(bytes))
+        let node = nodes.remember(fd: fd, stat: attributes, parent: parent, name: NodeName(name))
+        return (node, attributes)
+    }
+
+    /// Records a lookup of `name` in `parent`, a regular file the driver
+    /// just created and holds open as `open`: its attributes and handle
+    /// come from that descriptor, and its node opens no descriptor of its
+    /// own until a request needs one (`NodeTable.rememberCreated`).
+    func createdChild(_ parent: Node, _ name: UnsafePointer<CChar>, open: FileDescriptor) throws(Errno) -> (Node, stat) {
+        let attributes = try Backing.stat(open)
+        guard let node = nodes.rememberCreated(open: open, stat: attributes, parent: parent, name: NodeName(name)) else {
+            return try lookupChild(parent, name)
+        }
         return (node, attributes)
     }
 

@@ -17,9 +17,13 @@ final class FileSystemBox: Sendable {
     }
 }
 
+/// Runs `body` with the file system a request is for. The box outlives
+/// every request and `fileSystem` is a constant, so the file system is lent
+/// to `body` without a reference of its own: a reference taken per request
+/// would have every worker thread write to the one object's count.
 @inline(__always)
-private func target(_ request: fuse_req_t?) -> any FileSystemOperations {
-    Unmanaged<FileSystemBox>.fromOpaque(fuse_req_userdata(request)!).takeUnretainedValue().fileSystem
+private func withTarget<R>(_ request: fuse_req_t?, _ body: (any FileSystemOperations) -> R) -> R {
+    Unmanaged<FileSystemBox>.fromOpaque(fuse_req_userdata(request)!)._withUnsafeGuaranteedRef { body($0.fileSystem) }
 }
 
 @inline(__always)
@@ -77,144 +81,145 @@ func makeOperationTable() -> fuse_lowlevel_ops {
         Unmanaged<FileSystemBox>.fromOpaque(userdata).takeUnretainedValue().fileSystem.destroy()
     }
     ops.lookup = { req, parent, name in
-        target(req).lookup(Request(req!), parent: NodeID(rawValue: parent), name: FileName(name!), reply: ReplyEntry(req!))
+        withTarget(req) { $0.lookup(Request(req!), parent: NodeID(rawValue: parent), name: FileName(name!), reply: ReplyEntry(req!)) }
     }
     ops.forget = { req, node, lookups in
-        target(req).forget(NodeID(rawValue: node), lookups: lookups)
+        withTarget(req) { $0.forget(NodeID(rawValue: node), lookups: lookups) }
         fuse_reply_none(req)
     }
     ops.forget_multi = { req, count, forgets in
-        let fs = target(req)
-        for index in 0..<count {
-            let item = forgets![index]
-            fs.forget(NodeID(rawValue: item.ino), lookups: item.nlookup)
+        withTarget(req) { fs in
+            for index in 0..<count {
+                let item = forgets![index]
+                fs.forget(NodeID(rawValue: item.ino), lookups: item.nlookup)
+            }
         }
         fuse_reply_none(req)
     }
     ops.getattr = { req, node, info in
-        target(req).getattr(Request(req!), node: NodeID(rawValue: node), handle: info.map { FileHandle(rawValue: $0.pointee.fh) },
-                            reply: ReplyAttributes(req!))
+        withTarget(req) { $0.getattr(Request(req!), node: NodeID(rawValue: node), handle: info.map { FileHandle(rawValue: $0.pointee.fh) },
+                            reply: ReplyAttributes(req!)) }
     }
     ops.setattr = { req, node, attr, toSet, info in
-        target(req).setattr(Request(req!), node: NodeID(rawValue: node), changes: decode(attr!, toSet),
-                            handle: info.map { FileHandle(rawValue: $0.pointee.fh) }, reply: ReplyAttributes(req!))
+        withTarget(req) { $0.setattr(Request(req!), node: NodeID(rawValue: node), changes: decode(attr!, toSet),
+                            handle: info.map { FileHandle(rawValue: $0.pointee.fh) }, reply: ReplyAttributes(req!)) }
     }
     ops.readlink = { req, node in
-        target(req).readlink(Request(req!), node: NodeID(rawValue: node), reply: ReplyReadlink(req!))
+        withTarget(req) { $0.readlink(Request(req!), node: NodeID(rawValue: node), reply: ReplyReadlink(req!)) }
     }
     ops.mknod = { req, parent, name, mode, device in
-        target(req).mknod(Request(req!), parent: NodeID(rawValue: parent), name: FileName(name!), mode: mode, device: device,
-                          reply: ReplyEntry(req!))
+        withTarget(req) { $0.mknod(Request(req!), parent: NodeID(rawValue: parent), name: FileName(name!), mode: mode, device: device,
+                          reply: ReplyEntry(req!)) }
     }
     ops.mkdir = { req, parent, name, mode in
-        target(req).mkdir(Request(req!), parent: NodeID(rawValue: parent), name: FileName(name!), mode: mode, reply: ReplyEntry(req!))
+        withTarget(req) { $0.mkdir(Request(req!), parent: NodeID(rawValue: parent), name: FileName(name!), mode: mode, reply: ReplyEntry(req!)) }
     }
     ops.unlink = { req, parent, name in
-        target(req).unlink(Request(req!), parent: NodeID(rawValue: parent), name: FileName(name!), reply: ReplyStatus(req!))
+        withTarget(req) { $0.unlink(Request(req!), parent: NodeID(rawValue: parent), name: FileName(name!), reply: ReplyStatus(req!)) }
     }
     ops.rmdir = { req, parent, name in
-        target(req).rmdir(Request(req!), parent: NodeID(rawValue: parent), name: FileName(name!), reply: ReplyStatus(req!))
+        withTarget(req) { $0.rmdir(Request(req!), parent: NodeID(rawValue: parent), name: FileName(name!), reply: ReplyStatus(req!)) }
     }
     ops.symlink = { req, linkTarget, parent, name in
-        target(req).symlink(Request(req!), target: FileName(linkTarget!), parent: NodeID(rawValue: parent), name: FileName(name!),
-                            reply: ReplyEntry(req!))
+        withTarget(req) { $0.symlink(Request(req!), target: FileName(linkTarget!), parent: NodeID(rawValue: parent), name: FileName(name!),
+                            reply: ReplyEntry(req!)) }
     }
     ops.rename = { req, parent, name, newParent, newName, flags in
-        target(req).rename(Request(req!), parent: NodeID(rawValue: parent), name: FileName(name!),
+        withTarget(req) { $0.rename(Request(req!), parent: NodeID(rawValue: parent), name: FileName(name!),
                            newParent: NodeID(rawValue: newParent), newName: FileName(newName!),
-                           flags: RenameFlags(rawValue: flags), reply: ReplyStatus(req!))
+                           flags: RenameFlags(rawValue: flags), reply: ReplyStatus(req!)) }
     }
     ops.link = { req, node, newParent, newName in
-        target(req).link(Request(req!), node: NodeID(rawValue: node), newParent: NodeID(rawValue: newParent),
-                         newName: FileName(newName!), reply: ReplyEntry(req!))
+        withTarget(req) { $0.link(Request(req!), node: NodeID(rawValue: node), newParent: NodeID(rawValue: newParent),
+                         newName: FileName(newName!), reply: ReplyEntry(req!)) }
     }
     ops.open = { req, node, info in
-        target(req).open(Request(req!), node: NodeID(rawValue: node), flags: OpenFlags(rawValue: info!.pointee.flags),
-                         reply: ReplyOpen(req!, info!, node: NodeID(rawValue: node)))
+        withTarget(req) { $0.open(Request(req!), node: NodeID(rawValue: node), flags: OpenFlags(rawValue: info!.pointee.flags),
+                         reply: ReplyOpen(req!, info!, node: NodeID(rawValue: node))) }
     }
     ops.create = { req, parent, name, mode, info in
         // A FUSE_TMPFILE handed over as a CREATE (TmpfileRequest).
         if TmpfileRequest.isTmpfile(name!) {
-            target(req).tmpfile(Request(req!), parent: NodeID(rawValue: parent), mode: mode,
-                                flags: OpenFlags(rawValue: info!.pointee.flags), reply: ReplyCreate(req!, info!))
+            withTarget(req) { $0.tmpfile(Request(req!), parent: NodeID(rawValue: parent), mode: mode,
+                                flags: OpenFlags(rawValue: info!.pointee.flags), reply: ReplyCreate(req!, info!)) }
             return
         }
-        target(req).create(Request(req!), parent: NodeID(rawValue: parent), name: FileName(name!), mode: mode,
-                           flags: OpenFlags(rawValue: info!.pointee.flags), reply: ReplyCreate(req!, info!))
+        withTarget(req) { $0.create(Request(req!), parent: NodeID(rawValue: parent), name: FileName(name!), mode: mode,
+                           flags: OpenFlags(rawValue: info!.pointee.flags), reply: ReplyCreate(req!, info!)) }
     }
     ops.read = { req, node, size, offset, info in
-        target(req).read(Request(req!), node: NodeID(rawValue: node), handle: handle(info), offset: offset, size: size,
-                         reply: ReplyData(req!))
+        withTarget(req) { $0.read(Request(req!), node: NodeID(rawValue: node), handle: handle(info), offset: offset, size: size,
+                         reply: ReplyData(req!)) }
     }
     ops.write = { req, node, buffer, size, offset, info in
-        target(req).write(Request(req!), node: NodeID(rawValue: node), handle: handle(info), offset: offset,
-                          data: UnsafeRawBufferPointer(start: buffer, count: size), reply: ReplyWrite(req!))
+        withTarget(req) { $0.write(Request(req!), node: NodeID(rawValue: node), handle: handle(info), offset: offset,
+                          data: UnsafeRawBufferPointer(start: buffer, count: size), reply: ReplyWrite(req!)) }
     }
     ops.flush = { req, node, info in
-        target(req).flush(Request(req!), node: NodeID(rawValue: node), handle: handle(info), reply: ReplyStatus(req!))
+        withTarget(req) { $0.flush(Request(req!), node: NodeID(rawValue: node), handle: handle(info), reply: ReplyStatus(req!)) }
     }
     ops.release = { req, node, info in
         Unmanaged<FileSystemBox>.fromOpaque(fuse_req_userdata(req)!).takeUnretainedValue().passthrough
             .release(node: node, handle: info?.pointee.fh ?? 0)
-        target(req).release(Request(req!), node: NodeID(rawValue: node), handle: handle(info),
-                            flags: OpenFlags(rawValue: info?.pointee.flags ?? 0), reply: ReplyStatus(req!))
+        withTarget(req) { $0.release(Request(req!), node: NodeID(rawValue: node), handle: handle(info),
+                            flags: OpenFlags(rawValue: info?.pointee.flags ?? 0), reply: ReplyStatus(req!)) }
     }
     ops.fsync = { req, node, dataOnly, info in
-        target(req).fsync(Request(req!), node: NodeID(rawValue: node), handle: handle(info), dataOnly: dataOnly != 0,
-                          reply: ReplyStatus(req!))
+        withTarget(req) { $0.fsync(Request(req!), node: NodeID(rawValue: node), handle: handle(info), dataOnly: dataOnly != 0,
+                          reply: ReplyStatus(req!)) }
     }
     ops.opendir = { req, node, info in
-        target(req).opendir(Request(req!), node: NodeID(rawValue: node), flags: OpenFlags(rawValue: info!.pointee.flags),
-                            reply: ReplyOpen(req!, info!, node: NodeID(rawValue: node)))
+        withTarget(req) { $0.opendir(Request(req!), node: NodeID(rawValue: node), flags: OpenFlags(rawValue: info!.pointee.flags),
+                            reply: ReplyOpen(req!, info!, node: NodeID(rawValue: node))) }
     }
     ops.readdir = { req, node, size, offset, info in
-        target(req).readdir(Request(req!), node: NodeID(rawValue: node), handle: handle(info), offset: offset,
-                            reply: ReplyDirectory(req!, capacity: size, plus: false))
+        withTarget(req) { $0.readdir(Request(req!), node: NodeID(rawValue: node), handle: handle(info), offset: offset,
+                            reply: ReplyDirectory(req!, capacity: size, plus: false)) }
     }
     ops.readdirplus = { req, node, size, offset, info in
-        target(req).readdir(Request(req!), node: NodeID(rawValue: node), handle: handle(info), offset: offset,
-                            reply: ReplyDirectory(req!, capacity: size, plus: true))
+        withTarget(req) { $0.readdir(Request(req!), node: NodeID(rawValue: node), handle: handle(info), offset: offset,
+                            reply: ReplyDirectory(req!, capacity: size, plus: true)) }
     }
     ops.releasedir = { req, node, info in
-        target(req).releasedir(Request(req!), node: NodeID(rawValue: node), handle: handle(info), reply: ReplyStatus(req!))
+        withTarget(req) { $0.releasedir(Request(req!), node: NodeID(rawValue: node), handle: handle(info), reply: ReplyStatus(req!)) }
     }
     ops.fsyncdir = { req, node, dataOnly, info in
-        target(req).fsyncdir(Request(req!), node: NodeID(rawValue: node), handle: handle(info), dataOnly: dataOnly != 0,
-                             reply: ReplyStatus(req!))
+        withTarget(req) { $0.fsyncdir(Request(req!), node: NodeID(rawValue: node), handle: handle(info), dataOnly: dataOnly != 0,
+                             reply: ReplyStatus(req!)) }
     }
     ops.statfs = { req, node in
-        target(req).statfs(Request(req!), node: NodeID(rawValue: node), reply: ReplyStatfs(req!))
+        withTarget(req) { $0.statfs(Request(req!), node: NodeID(rawValue: node), reply: ReplyStatfs(req!)) }
     }
     ops.access = { req, node, mask in
-        target(req).access(Request(req!), node: NodeID(rawValue: node), mask: mask, reply: ReplyStatus(req!))
+        withTarget(req) { $0.access(Request(req!), node: NodeID(rawValue: node), mask: mask, reply: ReplyStatus(req!)) }
     }
     ops.setxattr = { req, node, name, value, size, flags in
-        target(req).setxattr(Request(req!), node: NodeID(rawValue: node), name: FileName(name!),
+        withTarget(req) { $0.setxattr(Request(req!), node: NodeID(rawValue: node), name: FileName(name!),
                              value: UnsafeRawBufferPointer(start: value, count: size), flags: XattrFlags(rawValue: flags),
-                             reply: ReplyStatus(req!))
+                             reply: ReplyStatus(req!)) }
     }
     ops.getxattr = { req, node, name, size in
-        target(req).getxattr(Request(req!), node: NodeID(rawValue: node), name: FileName(name!),
-                             reply: ReplyXattr(req!, capacity: size))
+        withTarget(req) { $0.getxattr(Request(req!), node: NodeID(rawValue: node), name: FileName(name!),
+                             reply: ReplyXattr(req!, capacity: size)) }
     }
     ops.listxattr = { req, node, size in
-        target(req).listxattr(Request(req!), node: NodeID(rawValue: node), reply: ReplyXattr(req!, capacity: size))
+        withTarget(req) { $0.listxattr(Request(req!), node: NodeID(rawValue: node), reply: ReplyXattr(req!, capacity: size)) }
     }
     ops.removexattr = { req, node, name in
-        target(req).removexattr(Request(req!), node: NodeID(rawValue: node), name: FileName(name!), reply: ReplyStatus(req!))
+        withTarget(req) { $0.removexattr(Request(req!), node: NodeID(rawValue: node), name: FileName(name!), reply: ReplyStatus(req!)) }
     }
     ops.fallocate = { req, node, mode, offset, length, info in
-        target(req).fallocate(Request(req!), node: NodeID(rawValue: node), handle: handle(info), mode: mode, offset: offset,
-                              length: length, reply: ReplyStatus(req!))
+        withTarget(req) { $0.fallocate(Request(req!), node: NodeID(rawValue: node), handle: handle(info), mode: mode, offset: offset,
+                              length: length, reply: ReplyStatus(req!)) }
     }
     ops.copy_file_range = { req, nodeIn, offsetIn, infoIn, nodeOut, offsetOut, infoOut, length, flags in
-        target(req).copyFileRange(Request(req!), from: NodeID(rawValue: nodeIn), handle: handle(infoIn), offset: offsetIn,
+        withTarget(req) { $0.copyFileRange(Request(req!), from: NodeID(rawValue: nodeIn), handle: handle(infoIn), offset: offsetIn,
                                   to: NodeID(rawValue: nodeOut), handle: handle(infoOut), offset: offsetOut,
-                                  length: length, flags: UInt32(truncatingIfNeeded: flags), reply: ReplyWrite(req!))
+                                  length: length, flags: UInt32(truncatingIfNeeded: flags), reply: ReplyWrite(req!)) }
     }
     ops.lseek = { req, node, offset, whence, info in
-        target(req).lseek(Request(req!), node: NodeID(rawValue: node), handle: handle(info), offset: offset, whence: whence,
-                          reply: ReplyOffset(req!))
+        withTarget(req) { $0.lseek(Request(req!), node: NodeID(rawValue: node), handle: handle(info), offset: offset, whence: whence,
+                          reply: ReplyOffset(req!)) }
     }
     return ops
 }

@@ -19,6 +19,31 @@ import Testing
         #expect(NodeName([0x66, 0xFF]).bytes == [0x66, 0xFF])
     }
 
+    /// Names up to 16 bytes live in the value, longer ones in an array:
+    /// both sides of the boundary, and names that share their first 16
+    /// bytes, keep their exact bytes and compare by all of them.
+    @Test func shortAndLongNames() {
+        let sixteen = Array("0123456789abcdef".utf8)
+        let seventeen = sixteen + [0x67]
+        let other17 = sixteen + [0x68]
+        for bytes in [[], [0x61], sixteen, seventeen, Array(repeating: 0xFF, count: 255)] {
+            let name = NodeName(bytes)
+            #expect(name.bytes == bytes)
+            #expect(name.withBytes { Array($0) } == bytes)
+            #expect(name == NodeName(bytes))
+            #expect(name.hashValue == NodeName(bytes).hashValue)
+        }
+        #expect(NodeName(sixteen) != NodeName(seventeen))
+        #expect(NodeName(seventeen) != NodeName(other17))
+        // A shorter name is not a longer one padded with zero bytes.
+        #expect(NodeName([0x61]) != NodeName([0x61, 0x00]))
+        var map: [NodeName: Int] = [NodeName(seventeen): 17, NodeName(other17): 18, NodeName(sixteen): 16]
+        #expect(map[NodeName(other17)] == 18)
+        map[NodeName(seventeen)] = nil
+        #expect(map[NodeName(sixteen)] == 16 && map[NodeName(other17)] == 18 && map.count == 2)
+        String(decoding: seventeen, as: UTF8.self).withCString { #expect(NodeName($0) == NodeName(seventeen)) }
+    }
+
     @Test func madeFromTheKernelsCString() {
         let name = "caf\u{E9}"
         name.withCString { #expect(NodeName($0) == NodeName(Array(name.utf8))) }

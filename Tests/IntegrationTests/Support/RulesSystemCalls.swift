@@ -11,6 +11,8 @@ enum RulesLinux {
 
     static let renameNoReplace: UInt32 = 1
     static let renameExchange: UInt32 = 2
+    /// O_PATH (asm-generic/fcntl.h; Glibc's module leaves it out).
+    static let openPath: Int32 = 0o10000000
     static let xattrCreate: Int32 = 1
     static let xattrReplace: Int32 = 2
 
