@@ -301,7 +301,7 @@ final class NodeTable: Sendable {
     /// kernel forgets the node, and saves a stat by name per unlink).
     /// Otherwise `name` is looked at in the backing store. `.noNode` tells a
     /// rename that the kernel holds no node at `name` and nothing was
-    /// looked at (see `SandboxFileSystem.rename`).
+    /// looked at (see `SandboxFileSystem.backingRename`).
     @discardableResult
     func keepIfLastName(_ name: NodeName, in parent: Node, folder: FileDescriptor,
                         _ cName: UnsafePointer<CChar>, lookingIfNoNode: Bool = true) -> LastNameCheck {
