@@ -1,4 +1,4 @@
-// The sandbox rules of the contract (container-semantics.md), as one table:
+// The sandbox rules of the contract (docs/rules.md, part one), as one table:
 // a row per zone, a column per kind of change. Nothing else in this module
 // decides what is allowed; `SandboxPolicy.decide` only looks cells up here.
 

@@ -4,7 +4,7 @@ import Testing
 
 @Suite("Backup flags: X1, X2")
 struct BackupFlagTests {
-    /// ios-facts.md: plistlib.dumps("com.apple.backupd", fmt=plistlib.FMT_BINARY).
+    /// docs/rules.md (X1): plistlib.dumps("com.apple.backupd", fmt=plistlib.FMT_BINARY).
     static let appleHex = "62706c69737430305f1011636f6d2e6170706c652e6261636b75706408000000000000010100000000000000010000000000000000000000000000001c"
 
     @Test("X1 the value iOS writes is the 61-byte binary plist of com.apple.backupd")

@@ -2,7 +2,7 @@ import SandboxPolicy
 import Testing
 
 /// The data protection table, cell by cell, against the contract's words
-/// (device-semantics.md, P2, P6, P7).
+/// (docs/rules.md, P2, P6, P7).
 @Suite("Data protection: the table (P2, P6, P7)")
 struct ProtectionTableTests {
     /// The contract's answer, written out apart from the table.

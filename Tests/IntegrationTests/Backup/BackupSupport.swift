@@ -100,7 +100,7 @@ enum BackupNames {
     static let backingExcludeItem = "user.appsandboxfs.com.apple.metadata:com_apple_backup_excludeItem"
     static let backingMobileBackup = "user.appsandboxfs.com.apple.MobileBackup"
 
-    /// ios-facts.md: the 61-byte binary plist of "com.apple.backupd".
+    /// docs/rules.md (X1): the 61-byte binary plist of "com.apple.backupd".
     static let appleHex = "62706c69737430305f1011636f6d2e6170706c652e6261636b75706408000000000000010100000000000000010000000000000000000000000000001c"
     static let appleValue: [UInt8] = backupBytes(hex: appleHex)
 }

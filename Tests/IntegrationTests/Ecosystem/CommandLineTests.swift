@@ -223,13 +223,15 @@ struct EcosystemCommandLineTests {
         for doc in ["docs/quickstart.md", "docs/cli.md", "docs/ci.md", "docs/rules.md", "docs/design.md"] {
             #expect(readme.contains("(\(doc))"), "README.md does not link \(doc)")
         }
-        // The specifications are the project's contract, kept beside the
-        // repository and not in it: a page that names one says so (a reader
-        // of a clone alone will not find the file).
-        for document in documents {
-            let text = repositoryFile(document).split(whereSeparator: \.isWhitespace).joined(separator: " ")
-            if text.contains("-semantics.md") {
-                #expect(text.contains("kept beside the repository"), "\(document) names the specification but not where it is kept")
+        // The contract is stated in the repository, in docs/rules.md: no
+        // page points at a file outside it that a clone does not hold. Two
+        // pages still name the old specification files while others rewrite
+        // them; they leave this list when they point at docs/rules.md.
+        let stillNamingTheSpecification: Set = ["docs/protection.md", "docs/confinement.md"]
+        for document in documents where !stillNamingTheSpecification.contains(document) {
+            let text = repositoryFile(document)
+            for outside in ["../shared", "-semantics.md", "ios-facts.md", "seeds/"] {
+                #expect(!text.contains(outside), "\(document) points at \(outside), which is not in the repository: point at docs/rules.md")
             }
         }
         // Every relative link in the docs and the README leads to a file.
@@ -241,6 +243,22 @@ struct EcosystemCommandLineTests {
                 let target = String(text[Range(match.range(at: 1), in: text)!])
                 #expect(access(folder + "/" + target, F_OK) == 0, "\(document) links \(target), which is missing")
             }
+        }
+    }
+
+    @Test("docs/rules.md states every rule of the contract's three parts, one row per id")
+    func rulesPage() {
+        let rules = repositoryFile("docs/rules.md")
+        let partOne = ["B1", "B2", "B3", "B4", "W1", "W2", "W3", "I1", "I2", "I3", "I4", "I5", "I6", "T1", "T2", "T3", "T4",
+                       "S1", "S2", "S3", "E1", "E2", "E3", "E4", "X1", "X2", "X3", "X4", "X5", "X6", "K1", "K2", "K3",
+                       "L1", "L2", "L3", "L4"]
+        let partTwo = ["P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "Q1", "Q2", "Q3", "Q4", "U1", "U2", "U3", "U4",
+                       "R1", "R2", "R3", "R4", "R5"]
+        let partThree = ["F1", "F2", "F3", "A1", "A2", "A3", "A4", "A5", "A6", "G1", "G2", "G3", "G4", "Z1", "Z2", "M1", "M2", "M3"]
+        let rows = rules.split(separator: "\n").filter { $0.hasPrefix("| ") }
+        for id in partOne + partTwo + partThree {
+            let row = rows.filter { $0.hasPrefix("| \(id) | ") }
+            #expect(row.count == 1, "docs/rules.md has \(row.count) rows for \(id), not one")
         }
     }
 }
