@@ -33,6 +33,8 @@ static inline void cfuse_fi_set_direct_io(struct fuse_file_info *fi, int on) { f
 static inline void cfuse_fi_set_keep_cache(struct fuse_file_info *fi, int on) { fi->keep_cache = on ? 1 : 0; }
 static inline void cfuse_fi_set_cache_readdir(struct fuse_file_info *fi, int on) { fi->cache_readdir = on ? 1 : 0; }
 static inline void cfuse_fi_set_noflush(struct fuse_file_info *fi, int on) { fi->noflush = on ? 1 : 0; }
+/// A WRITE of the page cache's dirty pages (FUSE_WRITE_CACHE), not of a caller's write(2).
+static inline int cfuse_fi_writepage(const struct fuse_file_info *fi) { return fi->writepage; }
 
 // The `to_set` bits of setattr, as constants Swift can see.
 static const int cfuse_SET_ATTR_MODE = FUSE_SET_ATTR_MODE;

@@ -24,11 +24,14 @@ public final class DataProtection: Sendable {
     private let word: Atomic<UInt64>
     private let handles = Locked<[FileDescriptor: OpenFile]>([:])
 
-    /// What the driver keeps of an open handle: the file, and the class
-    /// that decides its I/O (updated when the file's class changes).
+    /// What the driver keeps of an open handle: the file, the class that
+    /// decides its I/O (updated when the file's class changes), and whether
+    /// the kernel does its reads and writes directly (so that page cache
+    /// reads through it come from a mapping, never from a read(2)).
     struct OpenFile {
         let key: InodeKey
         var protection: ProtectionClass
+        let directIO: Bool
     }
 
     private enum Code: UInt64 {
@@ -110,8 +113,8 @@ public final class DataProtection: Sendable {
 
     // MARK: Open handles
 
-    func opened(_ fd: FileDescriptor, key: InodeKey, protection: ProtectionClass) {
-        handles.withLock { $0[fd] = OpenFile(key: key, protection: protection) }
+    func opened(_ fd: FileDescriptor, key: InodeKey, protection: ProtectionClass, directIO: Bool) {
+        handles.withLock { $0[fd] = OpenFile(key: key, protection: protection, directIO: directIO) }
     }
 
     /// Called before the descriptor is closed, so that its number, once
@@ -120,9 +123,9 @@ public final class DataProtection: Sendable {
         handles.withLock { _ = $0.removeValue(forKey: fd) }
     }
 
-    /// The class deciding I/O through the handle `fd`.
-    func protection(ofHandle fd: FileDescriptor) -> ProtectionClass? {
-        handles.withLock { $0[fd]?.protection }
+    /// The class deciding I/O through the handle `fd`, and whether it is a direct I/O handle.
+    func protection(ofHandle fd: FileDescriptor) -> (protection: ProtectionClass, directIO: Bool)? {
+        handles.withLock { table in table[fd].map { ($0.protection, $0.directIO) } }
     }
 
     /// A file's class changed (setxattr, removexattr): its open handles

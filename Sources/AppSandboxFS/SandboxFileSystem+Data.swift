@@ -70,16 +70,20 @@ extension SandboxFileSystem {
         }
     }
 
-    public func read(_ request: Request, node: NodeID, handle: FileHandle, offset: off_t, size: Int, reply: consuming ReplyData) {
-        if let locked = handleDenial(request, handle: descriptor(handle), node: node, writing: false) { reply.error(locked); return }
+    public func read(_ request: Request, node: NodeID, handle: FileHandle, offset: off_t, size: Int, path: DataPath,
+                     reply: consuming ReplyData) {
+        if let locked = handleDenial(request, handle: descriptor(handle), node: node, writing: false, path: path) {
+            reply.error(locked)
+            return
+        }
         reply.fromDescriptor(descriptor(handle), offset: offset, size: size)
     }
 
     public func write(_ request: Request, node id: NodeID, handle: FileHandle, offset: off_t, data: UnsafeRawBufferPointer,
-                      reply: consuming ReplyWrite) {
+                      path: DataPath, reply: consuming ReplyWrite) {
         let node = nodes.node(id)
         send(guarded(.write(zone(of: node)), request, at: .node(node)) { () throws(Errno) in
-            if let locked = handleDenial(request, handle: descriptor(handle), node: id, writing: true) { throw locked }
+            if let locked = handleDenial(request, handle: descriptor(handle), node: id, writing: true, path: path) { throw locked }
             // The bits go before the data, as the kernel removes them
             // (file_remove_privs) before it writes.
             if mustClearSetIDBits(request) { try Self.dropSetIDBits(descriptor(handle)) }

@@ -90,10 +90,24 @@ extension SandboxFileSystem {
     }
 
     /// Content I/O through an open handle (read, write, fsync, fallocate,
-    /// copy_file_range, ftruncate).
-    func handleDenial(_ request: Request, handle fd: FileDescriptor, node id: NodeID, writing: Bool) -> Errno? {
-        guard let protection = dataProtection.protection(ofHandle: fd) else { return nil }
-        return protectionDenial(.descriptorIO, protection, request, at: .node(nodes.node(id)), writing: writing)
+    /// copy_file_range, ftruncate). `path`: for a READ or WRITE, whether the
+    /// caller's own call or the kernel's page cache asks.
+    ///
+    /// The page cache is served in every state (P6: pages mapped before the
+    /// lock keep working, and what was written through them reaches the
+    /// backing file): its writeback carries bytes the kernel took from the
+    /// app already, which a refusal would drop (the app is never told, and
+    /// the next read fails with EIO); its reads on a direct I/O handle fill
+    /// pages of a mapping, which a refusal turns into SIGBUS, and the kernel
+    /// drops mapped pages whenever another process's stat sees a new
+    /// modification time. A class A handle's own read(2) and write(2) come
+    /// direct and are judged as before. A cached handle's read(2) fills the
+    /// page cache too: judged as before, since it is not a mapping's.
+    func handleDenial(_ request: Request, handle fd: FileDescriptor, node id: NodeID, writing: Bool,
+                      path: DataPath = .caller) -> Errno? {
+        guard let handle = dataProtection.protection(ofHandle: fd) else { return nil }
+        if path == .pageCache && (writing || handle.directIO) { return nil }
+        return protectionDenial(.descriptorIO, handle.protection, request, at: .node(nodes.node(id)), writing: writing)
     }
 
     /// Opening an existing file: its class, or the refusal.
@@ -127,13 +141,13 @@ extension SandboxFileSystem {
     /// refuses a plain open, so this one is passthrough too (docs/protection.md).
     func protectedOpen(_ fd: FileDescriptor, node: Node, protection: ProtectionClass, request: Request,
                        options: OpenOptions) -> OpenOptions {
-        dataProtection.opened(fd, key: node.key, protection: protection)
-        guard protection == .complete else { return options }
         var options = options
-        if options.backingDescriptor != nil && request.hasPassthroughHandles(node.id) { return options }
-        options.backingDescriptor = nil
-        options.directIO = true
-        options.keepCache = false
+        if protection == .complete && !(options.backingDescriptor != nil && request.hasPassthroughHandles(node.id)) {
+            options.backingDescriptor = nil
+            options.directIO = true
+            options.keepCache = false
+        }
+        dataProtection.opened(fd, key: node.key, protection: protection, directIO: options.directIO)
         return options
     }
 

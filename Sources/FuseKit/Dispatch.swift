@@ -148,12 +148,17 @@ func makeOperationTable() -> fuse_lowlevel_ops {
                            flags: OpenFlags(rawValue: info!.pointee.flags), reply: ReplyCreate(req!, info!)) }
     }
     ops.read = { req, node, size, offset, info in
+        // The kernel names the caller's lock owner (FUSE_READ_LOCKOWNER,
+        // which libfuse passes on as it is, else 0) on direct reads only;
+        // a page cache fill names none.
+        let path: DataPath = (info?.pointee.lock_owner ?? 0) != 0 ? .caller : .pageCache
         withTarget(req) { $0.read(Request(req!), node: NodeID(rawValue: node), handle: handle(info), offset: offset, size: size,
-                         reply: ReplyData(req!)) }
+                         path: path, reply: ReplyData(req!)) }
     }
     ops.write = { req, node, buffer, size, offset, info in
+        let path: DataPath = info.map { cfuse_fi_writepage($0) != 0 } == true ? .pageCache : .caller
         withTarget(req) { $0.write(Request(req!), node: NodeID(rawValue: node), handle: handle(info), offset: offset,
-                          data: UnsafeRawBufferPointer(start: buffer, count: size), reply: ReplyWrite(req!)) }
+                          data: UnsafeRawBufferPointer(start: buffer, count: size), path: path, reply: ReplyWrite(req!)) }
     }
     ops.flush = { req, node, info in
         withTarget(req) { $0.flush(Request(req!), node: NodeID(rawValue: node), handle: handle(info), reply: ReplyStatus(req!)) }

@@ -47,9 +47,11 @@ public protocol FileSystemOperations: AnyObject, Sendable {
     /// link), which linkat(2) may name later (LINK of its node). ENOSYS
     /// (the default) makes the kernel answer EOPNOTSUPP from then on.
     func tmpfile(_ request: Request, parent: NodeID, mode: mode_t, flags: OpenFlags, reply: consuming ReplyCreate)
-    func read(_ request: Request, node: NodeID, handle: FileHandle, offset: off_t, size: Int, reply: consuming ReplyData)
+    /// `path`: the caller's own read(2) or a fill of the page cache (`DataPath`).
+    func read(_ request: Request, node: NodeID, handle: FileHandle, offset: off_t, size: Int, path: DataPath, reply: consuming ReplyData)
+    /// `path`: the caller's own write(2) or writeback of the page cache (`DataPath`).
     func write(_ request: Request, node: NodeID, handle: FileHandle, offset: off_t, data: UnsafeRawBufferPointer,
-               reply: consuming ReplyWrite)
+               path: DataPath, reply: consuming ReplyWrite)
     func flush(_ request: Request, node: NodeID, handle: FileHandle, reply: consuming ReplyStatus)
     func release(_ request: Request, node: NodeID, handle: FileHandle, flags: OpenFlags, reply: consuming ReplyStatus)
     func fsync(_ request: Request, node: NodeID, handle: FileHandle, dataOnly: Bool, reply: consuming ReplyStatus)
@@ -92,9 +94,10 @@ extension FileSystemOperations {
     public func open(_ request: Request, node: NodeID, flags: OpenFlags, reply: consuming ReplyOpen) { reply.error(.noFunction) }
     public func create(_ request: Request, parent: NodeID, name: FileName, mode: mode_t, flags: OpenFlags, reply: consuming ReplyCreate) { reply.error(.noFunction) }
     public func tmpfile(_ request: Request, parent: NodeID, mode: mode_t, flags: OpenFlags, reply: consuming ReplyCreate) { reply.error(.noFunction) }
-    public func read(_ request: Request, node: NodeID, handle: FileHandle, offset: off_t, size: Int, reply: consuming ReplyData) { reply.error(.noFunction) }
+    public func read(_ request: Request, node: NodeID, handle: FileHandle, offset: off_t, size: Int, path: DataPath,
+                     reply: consuming ReplyData) { reply.error(.noFunction) }
     public func write(_ request: Request, node: NodeID, handle: FileHandle, offset: off_t, data: UnsafeRawBufferPointer,
-                      reply: consuming ReplyWrite) { reply.error(.noFunction) }
+                      path: DataPath, reply: consuming ReplyWrite) { reply.error(.noFunction) }
     public func flush(_ request: Request, node: NodeID, handle: FileHandle, reply: consuming ReplyStatus) { reply.error(.noFunction) }
     public func release(_ request: Request, node: NodeID, handle: FileHandle, flags: OpenFlags, reply: consuming ReplyStatus) { reply.ok() }
     public func fsync(_ request: Request, node: NodeID, handle: FileHandle, dataOnly: Bool, reply: consuming ReplyStatus) { reply.error(.noFunction) }

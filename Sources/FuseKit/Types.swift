@@ -101,6 +101,21 @@ public struct OpenOptions: Sendable, Hashable {
     }
 }
 
+/// Where a READ or WRITE comes from, as the kernel marks it.
+public enum DataPath: Sendable, Hashable {
+    /// The caller's own read(2) or write(2), passed on as it is: a READ
+    /// naming the caller's lock owner (a handle opened with
+    /// `OpenOptions.directIO`), a WRITE that is not writeback.
+    case caller
+    /// The kernel's page cache: a READ that fills it (a page fault on a
+    /// mapping, readahead, or a read(2) through a handle without direct
+    /// I/O), or a WRITE of its dirty pages (FUSE_WRITE_CACHE: writeback,
+    /// msync, an invalidation; the handle is any writable one of the node
+    /// and the request names no caller). So on a direct I/O handle, a
+    /// `pageCache` READ serves a mapping of it, never a read(2).
+    case pageCache
+}
+
 /// The open(2) flags of a request, as the kernel sent them.
 public struct OpenFlags: RawRepresentable, Sendable, Hashable {
     public var rawValue: Int32
