@@ -1,28 +1,24 @@
 import Foundation
+@_exported import enum SandboxPolicy.DeviceState
+@_exported import enum SandboxPolicy.ProtectionClass
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Data protection for tests (contract P1-P9): set a file's class, lock and
-/// unlock the device around the container, as a test of code that must
-/// cope with a locked phone needs.
-///
-///     try container.setProtection(.complete, of: container.documents + "/secrets.db")
-///     try container.lock(grace: 0)
-///     #expect(throws: (any Error).self) { try Data(contentsOf: secretsURL) }   // EPERM
-///     try container.unlock()
-public enum ProtectionClass: String, Sendable, CaseIterable {
-    case complete = "NSFileProtectionComplete"
-    case completeUnlessOpen = "NSFileProtectionCompleteUnlessOpen"
-    case completeUntilFirstUserAuthentication = "NSFileProtectionCompleteUntilFirstUserAuthentication"
-    case none = "NSFileProtectionNone"
-}
-
-/// The device state of a mounted container.
-public enum DeviceState: String, Sendable, CaseIterable {
-    case unlocked, locked
-    case beforeFirstUnlock = "before-first-unlock"
-}
+// Data protection for tests (contract P1-P9): set a file's class, lock and
+// unlock the device around the container, as a test of code that must
+// cope with a locked phone needs.
+//
+//     try container.setProtection(.complete, of: container.documents + "/secrets.db")
+//     try container.lock(grace: 0)
+//     #expect(throws: (any Error).self) { try Data(contentsOf: secretsURL) }   // EPERM
+//     try container.unlock()
+//
+// `ProtectionClass` (`.complete`, `.completeUnlessOpen`,
+// `.completeUntilFirstUserAuthentication`, `.none`) and `DeviceState`
+// (`.unlocked`, `.locked`, `.beforeFirstUnlock`) are SandboxPolicy's, the
+// one definition of each, re-exported here: a client that imports both
+// modules sees one type.
 
 /// One `DataProtection:` line of the denial log:
 /// `DataProtection: cat(4242) deny(1) file-read-data /…/Documents/a.txt NSFileProtectionComplete locked`.

@@ -135,16 +135,8 @@ public final class MountedContainer: Sendable {
 
         /// The zone's path below the container root.
         public func relativePath(appName: String) -> String {
-            switch self {
-            case .bundle: appName + ".app"
-            case .documents: ContainerFolder.documents.relativePath
-            case .inbox: ContainerFolder.inbox.relativePath
-            case .library: ContainerFolder.library.relativePath
-            case .applicationSupport: ContainerFolder.applicationSupport.relativePath
-            case .caches: ContainerFolder.caches.relativePath
-            case .preferences: ContainerFolder.preferences.relativePath
-            case .tmp: ContainerFolder.tmp.relativePath
-            }
+            // Every zone but the bundle is a folder of the one list.
+            ContainerFolder(rawValue: rawValue)?.relativePath ?? appName + ".app"
         }
     }
 

@@ -1,15 +1,10 @@
 import Foundation
+// Defined once, in SandboxPolicy (pure Swift, every platform); re-exported,
+// so that `import ContainerFiles` is all an app needs.
+@_exported import enum SandboxPolicy.ContainerFolder
 
-/// The standard folders of an iOS app's container, as the app finds them.
-///
-///     <container>/
-///       Documents/                     user data, backed up
-///       Documents/Inbox/               files handed in (Mail, AirDrop): read and delete only
-///       Library/                       app data the user does not see, backed up
-///       Library/Application Support/   created by the app itself
-///       Library/Caches/                re-creatable data: not backed up, purgeable
-///       Library/Preferences/           UserDefaults' plists
-///       tmp/                           scratch: not backed up, emptied when the app is not running
+/// The standard folders of an iOS app's container, as the app finds them
+/// (the list itself is in SandboxPolicy).
 ///
 /// On iOS and macOS `url` is what Foundation answers (`FileManager.urls(for:in:)`,
 /// `NSTemporaryDirectory()`). Foundation on Linux has no `libraryDirectory`
@@ -17,28 +12,7 @@ import Foundation
 /// folder's place below `NSHomeDirectory()` (tmp: `NSTemporaryDirectory()`),
 /// which is the container's root when the program runs under
 /// `appsandboxfs run` (see `ContainerEnvironment`).
-public enum ContainerFolder: String, CaseIterable, Sendable {
-    case documents
-    case inbox
-    case library
-    case applicationSupport
-    case caches
-    case preferences
-    case tmp
-
-    /// The folder's path below the container's root ("Library/Caches").
-    public var relativePath: String {
-        switch self {
-        case .documents: "Documents"
-        case .inbox: "Documents/Inbox"
-        case .library: "Library"
-        case .applicationSupport: "Library/Application Support"
-        case .caches: "Library/Caches"
-        case .preferences: "Library/Preferences"
-        case .tmp: "tmp"
-        }
-    }
-
+extension ContainerFolder {
     /// The folder in the container whose root is `root` (a test's mountpoint, say).
     public func url(inContainer root: URL) -> URL {
         root.appendingPathComponent(relativePath, isDirectory: true)

@@ -33,15 +33,7 @@ public struct ContainerLayout: Sendable, Hashable {
     /// The folders a container must have, relative to its root, in creation
     /// order (each after its parent). The bundle is not among them: it may
     /// come from elsewhere.
-    public static let requiredFolders: [String] = [
-        "Documents",
-        "Documents/Inbox",
-        "Library",
-        "Library/Application Support",
-        "Library/Caches",
-        "Library/Preferences",
-        "tmp",
-    ]
+    public static let requiredFolders: [String] = ContainerFolder.allCases.map(\.relativePath)
 
     /// The zone of the entry `name` inside a folder of zone `parent`.
     ///
