@@ -59,31 +59,42 @@ let package = Package(
             "SandboxPolicy", "BackingStore", "CLinux", "ContainerFiles", "Spawning",
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
+        // One driver run to its end: checks, daemonising, logging, the
+        // mount, the status record and the control socket's server. The
+        // command line and the in-process fixture both go through it.
+        .target(name: "DriverRuntime", dependencies: [
+            "AppSandboxFS", "FuseKit", "SandboxPolicy", "BackingStore", "Spawning", "MountInfo", "CLinux", "Locking",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "SystemPackage", package: "swift-system"),
+        ]),
         .executableTarget(name: "appsandboxfs", dependencies: [
-            "AppSandboxFS", "FuseKit", "SandboxPolicy", "BackingStore", "ContainerBackup", "Spawning", "MountInfo",
+            "DriverRuntime", "AppSandboxFS", "FuseKit", "SandboxPolicy", "BackingStore", "ContainerBackup", "Spawning", "MountInfo",
             "CLinux", "Locking", "ContainerFiles",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         // iOS storage calls Foundation on Linux lacks, and the environment
-        // under which it finds the container's folders. Foundation only:
-        // it builds for iOS, macOS and Linux.
-        .target(name: "ContainerFiles"),
+        // under which it finds the container's folders. Foundation and
+        // SandboxPolicy (the folders' one definition; pure Swift) only: it
+        // builds for iOS, macOS and Linux.
+        .target(name: "ContainerFiles", dependencies: ["SandboxPolicy"]),
         // The test fixture: a container mounted by the real driver (which
         // it runs as a program, so it needs no FUSE target; it mounts on
         // Linux only, and builds everywhere).
         // Spawning and MountInfo are Linux code (Glibc, CLinux): on other
         // platforms the fixture builds without them and `mount` says so.
         .target(name: "AppSandboxTesting", dependencies: [
-            "ContainerFiles", "Locking",
+            // SandboxPolicy (pure Swift, builds everywhere): the one
+            // definition of protection classes and device states.
+            "ContainerFiles", "Locking", "SandboxPolicy",
             .target(name: "Spawning", condition: .when(platforms: [.linux])),
             .target(name: "MountInfo", condition: .when(platforms: [.linux])),
             // `Options.inProcess`: the driver's own file system, served by
             // threads of the test process (needs libfuse3, as the driver).
             .target(name: "AppSandboxFS", condition: .when(platforms: [.linux])),
+            .target(name: "DriverRuntime", condition: .when(platforms: [.linux])),
             .target(name: "BackingStore", condition: .when(platforms: [.linux])),
-            .target(name: "SandboxPolicy", condition: .when(platforms: [.linux])),
             .product(name: "Logging", package: "swift-log", condition: .when(platforms: [.linux])),
         ]),
         // A small program that runs scripted system calls, so tests can make
@@ -104,7 +115,7 @@ let package = Package(
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         .testTarget(name: "IntegrationTests", dependencies: [
-            "appsandboxfs", "fsprobe", "typicalapp", "AppSandboxTesting", "Spawning", "MountInfo",
+            "appsandboxfs", "fsprobe", "typicalapp", "AppSandboxTesting", "Spawning", "MountInfo", "DriverRuntime",
         ]),
         // ContainerFiles on its own, in a mounted container, and the Swift
         // code the docs show, compiled against the built modules.

@@ -8,6 +8,7 @@
 
 #if os(Linux)
 import AppSandboxFS
+import DriverRuntime
 import Glibc
 import Locking
 import Logging
@@ -25,16 +26,23 @@ final class InProcessDriver: ContainerServer {
     /// The device around the container (P5): `lock()` and `unlock()` change
     /// it directly, where a driver process is reached through its socket.
     let dataProtection: AppSandboxFS.DataProtection
+    /// What it was mounted with, as `appsandboxfs mount` would be, and the
+    /// file system's configuration made from it.
+    let settings: DriverConfiguration
+    let configuration: MountConfiguration
     private let watcher: MountWatcher?
     /// Readable once serving has ended (many waiters may poll it).
     private let ended: (read: Int32, write: Int32)
     private let status = Locked<Int32?>(nil)
     private let logDescriptor: Int32
 
-    private init(mount: ContainerMount, dataProtection: AppSandboxFS.DataProtection, watcher: MountWatcher?,
-                 ended: (read: Int32, write: Int32), logDescriptor: Int32) {
+    private init(mount: ContainerMount, dataProtection: AppSandboxFS.DataProtection, settings: DriverConfiguration,
+                 configuration: MountConfiguration, watcher: MountWatcher?, ended: (read: Int32, write: Int32),
+                 logDescriptor: Int32) {
         self.mount = Locked(mount)
         self.dataProtection = dataProtection
+        self.settings = settings
+        self.configuration = configuration
         self.watcher = watcher
         self.ended = ended
         self.logDescriptor = logDescriptor
@@ -56,36 +64,25 @@ final class InProcessDriver: ContainerServer {
     /// handlers), and no status record or control socket is published.
     static func start(backing: String, mountpoint: String, layout: ContainerLayout, root: String,
                       options: MountedContainer.Options) throws -> InProcessDriver {
-        raiseDescriptorLimit()
         let logDescriptor = open(root + "/driver.log", O_WRONLY | O_APPEND | O_CLOEXEC)
         guard logDescriptor >= 0 else { throw FixtureError("\(root)/driver.log: \(String(cString: strerror(errno)))") }
         var handedOver = false
         defer { if !handedOver { close(logDescriptor) } }
         let logger = Logger(label: "appsandboxfs") { _ in LineLogHandler(descriptor: logDescriptor, bare: false) }
-
-        var configuration = MountConfiguration(backing: backing, mountpoint: mountpoint, layout: layout)
-        configuration.bundleOverride = options.bundle
-        configuration.keepTmp = options.keepTmp
-        configuration.denialLogFile = root + "/denials.log"
-        configuration.denialLogger = Logger(label: "appsandboxfs.denials") { _ in
+        let denialLogger = Logger(label: "appsandboxfs.denials") { _ in
             var handler = LineLogHandler(descriptor: logDescriptor, bare: true)
             handler.logLevel = .trace
             return handler
         }
-        // `mount`'s defaults: names cached for a day (the driver makes every
-        // change), page cache kept across opens, passthrough asked for.
-        configuration.entryTimeout = 86_400
-        configuration.attributeTimeout = MountConfiguration.longestAttributeTimeout
-        configuration.keepCache = true
-        let container = Container(backing: backing, layout: layout)
-        configuration.dataProtection = AppSandboxFS.DataProtection(defaultClass: container.defaultProtectionClass(),
-                                                                   state: .unlocked)
+        // `appsandboxfs mount`'s settings: the driver runtime's defaults,
+        // with this container's options.
+        let settings = driverConfiguration(backing: backing, mountpoint: mountpoint, appName: layout.appName,
+                                           root: root, options: options)
         let mount: ContainerMount
+        let configuration: MountConfiguration
         do {
-            mount = try ContainerMount(configuration: configuration,
-                                       options: options.mountOptions.flatMap { $0.split(separator: ",").map(String.init) },
-                                       logger: logger)
-            try mount.mount(handlingSignals: false) { logger.warning("\($0)") }
+            (mount, configuration) = try ContainerDriver(settings).mountInCallersProcess(
+                layout: layout, logger: logger, denialLogger: denialLogger) { logger.warning("\($0)") }
         } catch {
             throw FixtureError("mounting \(backing) at \(mountpoint) in-process: \(error)")
         }
@@ -94,7 +91,7 @@ final class InProcessDriver: ContainerServer {
             throw FixtureError("pipe2: \(String(cString: strerror(errno)))")
         }
         let driver = InProcessDriver(mount: mount, dataProtection: configuration.dataProtection,
-                                     watcher: MountWatcher.start(mountpoint: mountpoint, log: root + "/driver.log"),
+                                     settings: settings, configuration: configuration, watcher: MountWatcher.start(mountpoint: mountpoint, log: root + "/driver.log"),
                                      ended: ended, logDescriptor: logDescriptor)
         handedOver = true
         logger.info("serving \(backing) at \(mountpoint) as \(layout.appName) in the test process (pid \(getpid()))")
@@ -153,13 +150,18 @@ final class InProcessDriver: ContainerServer {
 
     func releaseWatcher() { watcher?.release() }
 
-    /// Each node the kernel holds keeps a descriptor open (as in
-    /// `appsandboxfs mount`): the soft limit goes up to the hard one.
-    private static func raiseDescriptorLimit() {
-        var limit = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
-        limit.rlim_cur = limit.rlim_max
-        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    /// The configuration `appsandboxfs mount BACKING MOUNTPOINT` gets from
+    /// the fixture's driver process (`MountedContainer.driverArguments`):
+    /// the runtime's defaults, this container's options, the fixture's logs.
+    static func driverConfiguration(backing: String, mountpoint: String, appName: String, root: String,
+                                    options: MountedContainer.Options) -> DriverConfiguration {
+        var settings = DriverConfiguration(backing: backing, mountpoint: mountpoint, appName: appName)
+        settings.bundle = options.bundle
+        settings.keepTmp = options.keepTmp
+        settings.denialLog = root + "/denials.log"
+        settings.mountOptions = options.mountOptions.flatMap { $0.split(separator: ",").map(String.init) }
+        settings.foreground = true
+        return settings
     }
 }
 

@@ -1,4 +1,3 @@
-import ArgumentParser
 import Foundation
 import Glibc
 import Spawning
@@ -64,7 +63,7 @@ enum Daemon {
         _ = child.wait()
         let reason = text.hasPrefix("error: ") ? String(text.dropFirst(7)) : "the driver exited before the mount was ready"
         FileHandle.standardError.write(Data("Error: \(reason)\n".utf8))
-        throw ExitCode(1)
+        throw DriverExit(1)
     }
 
     /// A warning at start: on standard error, and for a background start

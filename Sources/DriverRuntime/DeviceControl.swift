@@ -13,14 +13,14 @@ import SandboxPolicy
 ///   `lock SECONDS` | `unlock` | `reboot`  ->  `ok STATE` | `error MESSAGE`
 /// The driver answers once the new state is in force: every operation that
 /// starts after the answer sees it.
-enum DeviceControl {
-    static func socketPath(pid: Int32) -> String { StatusFile.directory + "/\(pid).control" }
+public enum DeviceControl {
+    public static func socketPath(pid: Int32) -> String { StatusFile.directory + "/\(pid).control" }
 
     // MARK: The driver's side
 
     /// Starts serving on a thread of its own. Returns the socket's path, or
     /// nil (with a warning) when it cannot be made.
-    static func serve(_ protection: DataProtection, record: StatusFile.Published?) -> String? {
+    public static func serve(_ protection: DataProtection, record: StatusFile.Published?) -> String? {
         // The verbs find the socket through the status record, and the
         // record is only written in a state folder that was verified safe:
         // without one (a folder refused, a warning already given) there is
@@ -96,7 +96,7 @@ enum DeviceControl {
 
     /// Sends one request to the driver of the mount at `mountpoint` and
     /// returns the state it answered. Throws a one-line Failure.
-    static func send(_ request: String, to mountpoint: String) throws -> String {
+    public static func send(_ request: String, to mountpoint: String) throws -> String {
         guard MountTable.entry(at: mountpoint)?.fsType == MountTable.containerType,
               let record = StatusFile.records().first(where: { $0.record.mountpoint == mountpoint && $0.alive })?.record else {
             throw Failure("\(mountpoint): not a mounted container")

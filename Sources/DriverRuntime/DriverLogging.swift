@@ -1,14 +1,6 @@
 import AppSandboxFS
-import ArgumentParser
 import Glibc
 import Logging
-
-/// `--log-level`: swift-log's levels by name.
-enum LogLevelName: String, CaseIterable, ExpressibleByArgument {
-    case trace, debug, info, notice, warning, error, critical
-
-    var level: Logger.Level { Logger.Level(rawValue: rawValue) ?? .info }
-}
 
 /// Where the driver's messages go, through swift-log: to standard error in
 /// the foreground (and in the background with --log FILE, whose standard
@@ -17,12 +9,12 @@ enum LogLevelName: String, CaseIterable, ExpressibleByArgument {
 /// a stream of their own: the label `appsandboxfs.denials`, sent to syslog
 /// under the name `appsandboxfs-denial` (journalctl -t appsandboxfs-denial),
 /// and written bare (no level, no prefix) on standard error.
-enum DriverLogging {
-    static let label = "appsandboxfs"
-    static let denialLabel = "appsandboxfs.denials"
+public enum DriverLogging {
+    public static let label = "appsandboxfs"
+    public static let denialLabel = "appsandboxfs.denials"
 
     /// Once per process, before the first Logger is made.
-    static func bootstrap(toSyslog: Bool, level: Logger.Level) {
+    public static func bootstrap(toSyslog: Bool, level: Logger.Level) {
         LoggingSystem.bootstrap { label in
             let isDenials = label == denialLabel
             var handler: any LogHandler

@@ -1,13 +1,12 @@
 import AppSandboxFS
-import ArgumentParser
 import Glibc
 import MountInfo
 import SandboxPolicy
 
 /// The checks `mount` makes before it mounts (rule L1): each failure is one
 /// line naming the path and the problem, and nothing has been changed.
-enum MountChecks {
-    static func folder(_ path: String, role: String) throws {
+public enum MountChecks {
+    public static func folder(_ path: String, role: String) throws {
         var s = stat()
         guard stat(path, &s) == 0 else {
             if errno == ENOTCONN {
@@ -22,7 +21,7 @@ enum MountChecks {
     /// Creating it is the only change a failed mount may leave, and only
     /// where the user asked for that file. A symbolic link there is refused
     /// (the driver runs as root: a link would aim its appends anywhere).
-    static func writableFile(_ path: String, role: String) throws {
+    public static func writableFile(_ path: String, role: String) throws {
         let fd = openLogFile(path)
         guard fd >= 0 else {
             if errno == ELOOP { throw Failure("\(role) \(path): a symbolic link; refused (name the file itself)") }
@@ -33,11 +32,11 @@ enum MountChecks {
 
     /// The one way a log file is opened for appending: never through a
     /// final symbolic link (ELOOP then).
-    static func openLogFile(_ path: String) -> Int32 {
+    public static func openLogFile(_ path: String) -> Int32 {
         open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
     }
 
-    static func mountpointUsable(_ path: String) throws {
+    public static func mountpointUsable(_ path: String) throws {
         // statfs reaches the driver where stat may be answered from the
         // kernel's cache: a dead driver shows as ENOTCONN only there.
         if MountTable.isStale(path) {
@@ -53,7 +52,7 @@ enum MountChecks {
         if !entries.isEmpty { throw Failure("mountpoint \(path): not empty (\(entries.count) entries)") }
     }
 
-    static func fuseDeviceUsable() throws {
+    public static func fuseDeviceUsable() throws {
         let fd = open("/dev/fuse", O_RDWR | O_CLOEXEC)
         guard fd >= 0 else {
             throw Failure("/dev/fuse: \(String(cString: strerror(errno))) (install fuse3, and run as root or a user allowed to use FUSE)")
@@ -61,7 +60,7 @@ enum MountChecks {
         close(fd)
     }
 
-    static func container(_ container: Container, bundleElsewhere: Bool) throws {
+    public static func container(_ container: Container, bundleElsewhere: Bool) throws {
         let missing = container.missingParts(bundleElsewhere: bundleElsewhere)
         guard missing.isEmpty else {
             throw Failure("\(container.backing): not a container: missing \(missing.joined(separator: ", ")) (create it with `appsandboxfs init` or mount with --create)")
@@ -70,7 +69,7 @@ enum MountChecks {
 }
 
 extension String {
-    init(contentsOfFileWithoutFoundation path: String) throws {
+    public init(contentsOfFileWithoutFoundation path: String) throws {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw Failure("\(path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
@@ -85,8 +84,8 @@ extension String {
     }
 }
 
-enum FileHandleless {
-    static func warn(_ message: String) {
+public enum FileHandleless {
+    public static func warn(_ message: String) {
         var bytes = Array("appsandboxfs: \(message)\n".utf8)
         _ = write(STDERR_FILENO, &bytes, bytes.count)
     }

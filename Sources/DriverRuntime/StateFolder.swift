@@ -8,14 +8,14 @@ import Glibc
 /// make a driver overwrite another file: such a folder is refused, and
 /// every record is opened, written, renamed and removed relative to the
 /// checked descriptor, without following links (O_NOFOLLOW).
-final class StateFolder: Sendable {
+public final class StateFolder: Sendable {
     /// The folder does not exist (and was not to be created).
-    struct Missing: Error {}
+    public struct Missing: Error {}
 
-    let path: String
+    public let path: String
     private let fd: Int32
 
-    init(_ path: String, create: Bool) throws {
+    public init(_ path: String, create: Bool) throws {
         self.path = path
         if create, mkdir(path, 0o700) != 0, errno != EEXIST {
             throw Failure("\(path): cannot be created: \(String(cString: strerror(errno)))")
@@ -38,7 +38,7 @@ final class StateFolder: Sendable {
     }
 
     /// Why a folder with this owner and mode is unsafe, nil when it is safe.
-    static func problem(owner: uid_t, mode: mode_t) -> String? {
+    public static func problem(owner: uid_t, mode: mode_t) -> String? {
         if owner != geteuid() { return "owned by uid \(owner), not by this user (uid \(geteuid()))" }
         if mode & 0o022 != 0 { return "writable by others (mode \(String(mode & 0o7777, radix: 8)))" }
         return nil
@@ -47,7 +47,7 @@ final class StateFolder: Sendable {
     deinit { close(fd) }
 
     /// Writes `bytes` as `name` whole: to a hidden name first, then renamed.
-    func write(_ name: String, _ bytes: [UInt8]) throws {
+    public func write(_ name: String, _ bytes: [UInt8]) throws {
         let temporary = ".\(name).partial"
         unlinkat(fd, temporary, 0)
         let file = openat(fd, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
@@ -73,7 +73,7 @@ final class StateFolder: Sendable {
     }
 
     /// A record's bytes; nil when it cannot be read or is not a plain file.
-    func read(_ name: String) -> [UInt8]? {
+    public func read(_ name: String) -> [UInt8]? {
         let file = openat(fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard file >= 0 else { return nil }
         defer { close(file) }
@@ -90,16 +90,16 @@ final class StateFolder: Sendable {
         return bytes
     }
 
-    func remove(_ name: String) { unlinkat(fd, name, 0) }
+    public func remove(_ name: String) { unlinkat(fd, name, 0) }
 
     /// A new descriptor of the folder itself, for a caller that opens
     /// files in it later (the driver's tmp locks).
-    func duplicate() -> Int32? {
+    public func duplicate() -> Int32? {
         let copy = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         return copy >= 0 ? copy : nil
     }
 
-    func names() -> [String] {
+    public func names() -> [String] {
         let copy = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard copy >= 0, let dir = fdopendir(copy) else { return [] }
         defer { closedir(dir) }

@@ -16,51 +16,68 @@ import MountInfo
 /// be a folder (not a link) owned by this user that no one else may write
 /// (it is refused otherwise: someone else made it, in /tmp say), and records
 /// are written and read through its descriptor without following links.
-struct MountRecord: Codable, Equatable {
-    var pid: Int32
+public struct MountRecord: Codable, Equatable, Sendable {
+    public var pid: Int32
     /// Field 22 of /proc/<pid>/stat (clock ticks after boot): a pid that was
     /// reused by another process has another start time.
-    var processStart: UInt64
-    var mountpoint: String
-    var backing: String
-    var appName: String
+    public var processStart: UInt64
+    public var mountpoint: String
+    public var backing: String
+    public var appName: String
     /// When the mount became ready (ISO 8601, UTC).
-    var started: String
-    var options: Options
+    public var started: String
+    public var options: Options
     /// st_dev of the mount (the kernel's "major:minor" in the mount table):
     /// ties the record to the mount, whatever fsname the table shows.
-    var device: UInt64?
+    public var device: UInt64?
     /// The driver's `appsandboxfs --version`.
-    var version: String?
+    public var version: String?
     /// The device state (P5: unlocked, locked, before-first-unlock), kept
     /// up to date by the driver; nil in records of older drivers.
-    var deviceState: String?
+    public var deviceState: String?
 
     /// The options the driver was started with (defaults included).
-    struct Options: Codable, Equatable {
-        var bundle: String?
-        var keepTmp: Bool
-        var denialLog: String?
-        var log: String?
-        var cacheTimeout: Double
-        var writeback: Bool
-        var keepCache: Bool
-        var threads: Int
-        var debug: Bool
+    public struct Options: Codable, Equatable, Sendable {
+        public var bundle: String?
+        public var keepTmp: Bool
+        public var denialLog: String?
+        public var log: String?
+        public var cacheTimeout: Double
+        public var writeback: Bool
+        public var keepCache: Bool
+        public var threads: Int
+        public var debug: Bool
         /// Whether passthrough was asked for (the kernel may still refuse it).
-        var passthrough: Bool?
+        public var passthrough: Bool?
         /// The `-o` options for libfuse, one per element.
-        var mountOptions: [String]
+        public var mountOptions: [String]
         /// `--capacity` in bytes (Q1), nil without one. Optional when
         /// decoding: records of older drivers lack it.
-        var capacity: Int64? = nil
+        public var capacity: Int64? = nil
+
+        public init(bundle: String?, keepTmp: Bool, denialLog: String?, log: String?, cacheTimeout: Double,
+                    writeback: Bool, keepCache: Bool, threads: Int, debug: Bool, passthrough: Bool?,
+                    mountOptions: [String], capacity: Int64? = nil) {
+            self.bundle = bundle
+            self.keepTmp = keepTmp
+            self.denialLog = denialLog
+            self.log = log
+            self.cacheTimeout = cacheTimeout
+            self.writeback = writeback
+            self.keepCache = keepCache
+            self.threads = threads
+            self.debug = debug
+            self.passthrough = passthrough
+            self.mountOptions = mountOptions
+            self.capacity = capacity
+        }
 
         enum CodingKeys: String, CodingKey {
             case bundle, keepTmp, denialLog, log, cacheTimeout, writeback, keepCache, threads, debug, passthrough, mountOptions, capacity
         }
 
         /// Every key always, null when not given (decoding is synthesized).
-        func encode(to encoder: any Encoder) throws {
+        public func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(bundle, forKey: .bundle)
             try container.encode(keepTmp, forKey: .keepTmp)
@@ -78,7 +95,7 @@ struct MountRecord: Codable, Equatable {
 
         /// The options as `mount -o` / fstab would spell them (the mount
         /// helper's names), e.g. `cache_timeout=1,threads=10,keep_tmp,ro`.
-        var asMountOptions: String {
+        public var asMountOptions: String {
             var parts = ["cache_timeout=\(formatSeconds(cacheTimeout))", "threads=\(threads)"]
             if writeback { parts.append("writeback") }
             if keepCache { parts.append("keep_cache") }
@@ -94,9 +111,9 @@ struct MountRecord: Codable, Equatable {
     }
 }
 
-enum StatusFile {
+public enum StatusFile {
     /// Where records live.
-    static var directory: String {
+    public static var directory: String {
         if let override = nonEmptyEnvironment("APPSANDBOXFS_STATE_DIR") { return override }
         if geteuid() == 0 { return "/run/appsandboxfs" }
         if let runtime = nonEmptyEnvironment("XDG_RUNTIME_DIR") { return runtime + "/appsandboxfs" }
@@ -106,16 +123,16 @@ enum StatusFile {
     /// Where drivers keep the flock(2) files that order two drivers of one
     /// container around its tmp (ContainerTmp): inside `directory`, and
     /// never listed with the records.
-    static var lockDirectory: String { directory + "/tmp-locks" }
+    public static var lockDirectory: String { directory + "/tmp-locks" }
 
     /// The driver's own record, removed by `remove()` at exit.
-    struct Published: Sendable {
-        let folder: StateFolder
-        let name: String
-        func remove() { folder.remove(name) }
+    public struct Published: Sendable {
+        public let folder: StateFolder
+        public let name: String
+        public func remove() { folder.remove(name) }
 
         /// Rewrites the record with a new device state (`appsandboxfs lock`).
-        func update(deviceState: String) {
+        public func update(deviceState: String) {
             guard let data = folder.read(name),
                   var record = try? JSONDecoder().decode(MountRecord.self, from: Data(data)) else { return }
             record.deviceState = deviceState
@@ -126,16 +143,9 @@ enum StatusFile {
     /// Called by the driver once its mount is ready. Never fails the mount:
     /// when the record cannot be written, `status` shows the mount without
     /// a pid, and a warning says why.
-    static func publish(for command: MountCommand, backing: String, mountpoint: String, appName: String,
-                        passthrough: Bool, deviceState: String) -> Published? {
+    static func publish(_ options: MountRecord.Options, backing: String, mountpoint: String, appName: String,
+                        deviceState: String) -> Published? {
         let pid = getpid()
-        let options = MountRecord.Options(
-            bundle: command.bundle.map(absolutePath), keepTmp: command.keepTmp,
-            denialLog: command.denialLog.map(absolutePath), log: command.log.map(absolutePath),
-            cacheTimeout: command.cacheTimeout, writeback: command.writeback, keepCache: command.keepCache,
-            threads: command.threads, debug: command.debug, passthrough: passthrough,
-            mountOptions: command.options.flatMap { $0.split(separator: ",").map(String.init) },
-            capacity: command.capacity?.bytes)
         // From the mount table, not stat(2): the mount is not served yet,
         // and a stat would wait for this very driver (a deadlock).
         let device = MountTable.entry(at: mountpoint)?.deviceNumber
@@ -160,7 +170,7 @@ enum StatusFile {
     /// none when the folder is missing. Throws when it cannot be read or is
     /// not safe: for a caller that must not go on without them
     /// (`run --confine`, which hides what they name).
-    static func recordsOrFailure() throws -> [(record: MountRecord, alive: Bool)] {
+    public static func recordsOrFailure() throws -> [(record: MountRecord, alive: Bool)] {
         let folder: StateFolder
         do {
             folder = try StateFolder(directory, create: false)
@@ -172,7 +182,7 @@ enum StatusFile {
 
     /// Every readable record in the state dir, with whether its driver still
     /// runs. None when the folder is missing or not safe (a warning says why).
-    static func records() -> [(record: MountRecord, alive: Bool)] {
+    public static func records() -> [(record: MountRecord, alive: Bool)] {
         let folder: StateFolder
         do {
             folder = try StateFolder(directory, create: false)
@@ -195,7 +205,7 @@ enum StatusFile {
 
     /// The process is still the one that wrote the record, and has not
     /// ended (a zombie that nobody reaped has ended).
-    static func isAlive(_ record: MountRecord) -> Bool {
+    public static func isAlive(_ record: MountRecord) -> Bool {
         guard let (state, start) = processState(record.pid), state != "Z", state != "X" else { return false }
         return record.processStart == 0 || start == record.processStart
     }
@@ -211,10 +221,10 @@ enum StatusFile {
 
     /// Field 22 of /proc/<pid>/stat. The command name (field 2) is in
     /// parentheses and may hold spaces: count from the last ")".
-    static func processStartTime(_ pid: Int32) -> UInt64? { processState(pid)?.start }
+    public static func processStartTime(_ pid: Int32) -> UInt64? { processState(pid)?.start }
 
     /// Fields 3 (the state: R, S, D, Z ...) and 22 of /proc/<pid>/stat.
-    static func processState(_ pid: Int32) -> (state: Substring, start: UInt64)? {
+    public static func processState(_ pid: Int32) -> (state: Substring, start: UInt64)? {
         guard let text = try? String(contentsOfFileWithoutFoundation: "/proc/\(pid)/stat"),
               let close = text.lastIndex(of: ")") else { return nil }
         let fields = text[text.index(after: close)...].split(separator: " ")
@@ -224,41 +234,13 @@ enum StatusFile {
     }
 }
 
-/// The JSON every verb prints with --json: one object, keys in camelCase
-/// and sorted, pretty-printed, slashes unescaped, a `schema` key naming the
-/// format and its version (as `backup-report --json`).
-enum JSONOutput {
-    static func data<T: Encodable>(_ value: T) throws -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return try encoder.encode(value)
-    }
-
-    static func print<T: Encodable>(_ value: T) throws {
-        FileHandle.standardOutput.write(try data(value) + Data("\n".utf8))
-    }
-}
-
-func nonEmptyEnvironment(_ name: String) -> String? {
+public func nonEmptyEnvironment(_ name: String) -> String? {
     guard let value = getenv(name) else { return nil }
     let text = String(cString: value)
     return text.isEmpty ? nil : text
 }
 
-/// ISO 8601 in UTC to the second ("2026-11-26T03:45:01Z", as
-/// ISO8601DateFormatter writes it), from the C library: the formatter loads
-/// ICU's calendar and time zone data on first use, which cost a starting
-/// driver about 3 ms before it could say "ready".
-func iso8601(_ date: Date) -> String {
-    var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
-    var parts = tm()
-    gmtime_r(&seconds, &parts)
-    var text = [CChar](repeating: 0, count: 32)
-    let count = strftime(&text, text.count, "%Y-%m-%dT%H:%M:%SZ", &parts)
-    return String(decoding: text[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-}
-
 /// 1 for 1.0, 0.5 for 0.5.
-func formatSeconds(_ value: Double) -> String {
+public func formatSeconds(_ value: Double) -> String {
     value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
 }

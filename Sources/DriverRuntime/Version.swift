@@ -2,17 +2,17 @@ import CLinux
 
 /// Which appsandboxfs this is: `appsandboxfs --version`, `status --json`
 /// and the driver's first log line say it.
-enum Version {
+public enum Version {
     /// Raised by hand at each release.
-    static let number = "0.1.0"
+    public static let number = "0.1.0"
 
     /// `git describe --always --dirty` of the checkout it was built from,
     /// when the build passed it (mount-scripts/setup.sh does); nil else.
-    static var commit: String? {
+    public static var commit: String? {
         let text = String(cString: asfs_build_commit())
         return text.isEmpty ? nil : text
     }
 
     /// "0.1.0" or "0.1.0 (v0.1.0-12-gabc1234)".
-    static var description: String { commit.map { "\(number) (\($0))" } ?? number }
+    public static var description: String { commit.map { "\(number) (\($0))" } ?? number }
 }

@@ -42,9 +42,9 @@ public final class FuseSession: @unchecked Sendable {
         let box = Unmanaged.passRetained(FileSystemBox(fileSystem, passthrough: passthrough, killPrivV2: killPrivV2,
                                                        ring: ring, log: log, info: info))
         var ops = makeOperationTable()
-        // libfuse explains a refusal on standard error; catch it so the
-        // caller can say it in one line of its own.
-        let (created, complaint) = Self.capturingStandardError {
+        // libfuse explains a refusal through its log: caught, so the caller
+        // can say it in one line of its own.
+        let (created, complaint) = LibfuseMessages.catching {
             cStrings.withUnsafeMutableBufferPointer { buffer in
                 var args = cfuse_args(Int32(arguments.count), buffer.baseAddress)
                 defer { fuse_opt_free_args(&args) }
@@ -82,6 +82,10 @@ public final class FuseSession: @unchecked Sendable {
     /// `handlingSignals`: SIGTERM, SIGINT and SIGHUP end the loop (a driver
     /// process); false when the session is one of several in a process that
     /// keeps its signals (libfuse keeps one session for its handlers).
+    /// Such a process also keeps its standard error: only a process that
+    /// owns it (`handlingSignals`) has it swapped during the mount, to catch
+    /// what fusermount3 (a program libfuse starts when the caller may not
+    /// mount itself) says there; libfuse's own lines are caught either way.
     public func mount(at mountpoint: String, handlingSignals: Bool = true) throws {
         // Signal handlers first: a SIGTERM that arrives once the mount is
         // visible must end the loop cleanly, not kill the process.
@@ -91,7 +95,11 @@ public final class FuseSession: @unchecked Sendable {
         }
         // libfuse says why on standard error, which a background driver
         // does not have: caught, and said in the error's one line.
-        let (status, complaint) = Self.capturingStandardError { fuse_session_mount(session, mountpoint) }
+        let ((status, programComplaint), libfuseComplaint) = LibfuseMessages.catching {
+            handlingSignals ? Self.capturingStandardError { fuse_session_mount(session, mountpoint) }
+                            : (fuse_session_mount(session, mountpoint), "")
+        }
+        let complaint = libfuseComplaint + programComplaint
         guard status == 0 else {
             if self.handlingSignals { fuse_remove_signal_handlers(session) }
             self.handlingSignals = false

@@ -1,4 +1,5 @@
 import ArgumentParser
+import DriverRuntime
 
 @main
 struct AppSandboxFSCommand: ParsableCommand {

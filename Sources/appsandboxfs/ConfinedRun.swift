@@ -1,5 +1,6 @@
 import ArgumentParser
 import CLinux
+import DriverRuntime
 import Glibc
 import MountInfo
 import SandboxPolicy

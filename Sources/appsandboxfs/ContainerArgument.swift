@@ -1,3 +1,4 @@
+import DriverRuntime
 import Glibc
 import MountInfo
 import SandboxPolicy
@@ -32,7 +33,7 @@ struct ContainerArgument {
         if !missing.isEmpty {
             throw Failure("\(backing): not a container: missing \(missing.joined(separator: ", ")) (create it with `appsandboxfs init`)")
         }
-        let name = try appName ?? MountCommand.guessAppName(in: backing)
+        let name = try appName ?? ContainerDriver.guessAppName(in: backing)
         if let problem = ContainerLayout.problemWithAppName(name) {
             throw Failure("app name \"\(name)\": \(problem)")
         }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CLinux
+import DriverRuntime
 import Foundation
 import Glibc
 import MountInfo

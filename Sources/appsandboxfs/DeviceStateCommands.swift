@@ -1,4 +1,5 @@
 import ArgumentParser
+import DriverRuntime
 import SandboxPolicy
 
 // The lock screen of a mounted container (P5): `lock`, `unlock`, `reboot`.

@@ -1,5 +1,6 @@
 import ArgumentParser
 import ContainerFiles
+import DriverRuntime
 import Foundation
 import Glibc
 import MountInfo

@@ -1,5 +1,6 @@
 import AppSandboxFS
 import ArgumentParser
+import DriverRuntime
 import SandboxPolicy
 
 struct InitCommand: ParsableCommand {

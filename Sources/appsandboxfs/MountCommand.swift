@@ -1,11 +1,6 @@
 import AppSandboxFS
 import ArgumentParser
-import FuseKit
-import Glibc
-import Logging
-import MountInfo
-import SandboxPolicy
-import SystemPackage
+import DriverRuntime
 
 struct MountCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -66,32 +61,32 @@ struct MountCommand: ParsableCommand {
     var capacity: ByteSize?
 
     @Option(help: "Seconds the kernel may cache names (attributes: at most 1 s, so that a change made in the backing directory shows).")
-    var cacheTimeout: Double = 86400
+    var cacheTimeout: Double = MountConfiguration.Defaults.entryTimeout
 
     @Flag(inversion: .prefixedNo, help: "Let the kernel cache writes and send them in large batches (writeback cache).")
-    var writeback = false
+    var writeback = MountConfiguration.Defaults.writebackCache
 
     @Flag(inversion: .prefixedNo,
           help: "Let the kernel read and write open files' backing files directly (FUSE passthrough; needs root and Linux 6.9+, off with --writeback).")
-    var passthrough = true
+    var passthrough = MountConfiguration.Defaults.passthrough
 
     /// To compare: with passthrough, leave clearing set-ID bits to the
     /// kernel, at a GETXATTR round trip per passthrough write.
     @Flag(name: .customLong("killpriv-v2"), inversion: .prefixedNo, help: .hidden)
-    var killPrivV2 = true
+    var killPrivV2 = MountConfiguration.Defaults.killPrivV2
 
     @Flag(name: .customLong("io-uring"),
           help: "Serve requests through FUSE over io_uring when the kernel offers it (Linux 6.14+, fuse module parameter enable_uring=Y, which this option does not set); else /dev/fuse, with one line saying why.")
     var ioUring = false
 
     @Flag(inversion: .prefixedNo, help: "Keep the kernel's page cache of a file across opens.")
-    var keepCache = true
+    var keepCache = MountConfiguration.Defaults.keepCache
 
     @Option(help: "The device state the mount starts in (P5): unlocked, locked (no grace) or before-first-unlock.")
     var deviceState: String = "unlocked"
 
     @Option(help: "Worker threads serving requests.")
-    var threads: Int = 10
+    var threads: Int = MountConfiguration.Defaults.maxThreads
 
     /// Descriptors kept open for files the kernel knows; the others are
     /// opened again from their file handles (default: a quarter of the
@@ -117,151 +112,33 @@ struct MountCommand: ParsableCommand {
         }
         // Absolute from here on: the driver works from / (it must keep no
         // folder of its caller busy).
-        backing = absolutePath(backing)
-        mountpoint = absolutePath(mountpoint)
-        bundle = bundle.map(absolutePath)
-        log = log.map(absolutePath)
-        denialLog = denialLog.map(absolutePath)
-        let backingPath = backing
-        let mountPath = mountpoint
-        let name = try appName ?? Self.guessAppName(in: backingPath)
-        if let problem = ContainerLayout.problemWithAppName(name) {
-            throw Failure("app name \"\(name)\": \(problem)")
-        }
-        let layout = ContainerLayout(appName: name)
-        let container = Container(backing: backingPath, layout: layout)
-        let bundlePath = bundle
-        let startState = try ProtectionArguments.deviceState(deviceState)
-        if readyFD == nil {
-            // Checks first (L1): nothing is changed when one fails.
-            if recover && MountTable.isStale(mountPath) {
-                FileHandleless.warn("\(mountPath): stale mount found; cleaning it up (--recover)")
-                _ = runTool("/usr/bin/fusermount3", ["-u", "-z", mountPath])
-            }
-            if !create { try MountChecks.folder(backingPath, role: "backing directory") }
-            if let bundlePath { try MountChecks.folder(bundlePath, role: "bundle") }
-            if capacity != nil && writeback {
-                throw Failure("--capacity cannot be used with --writeback: the kernel would accept cached writes that the disk has no room for")
-            }
-            if let log { try MountChecks.writableFile(log, role: "log file") }
-            if let denialLog { try MountChecks.writableFile(denialLog, role: "denial log") }
-            try MountChecks.mountpointUsable(mountPath)
-            try MountChecks.fuseDeviceUsable()
-            if create {
-                do { try container.create(withBundle: bundlePath == nil) } catch {
-                    throw Failure("\(backingPath): cannot create the container: \(error)")
-                }
-            }
-            try MountChecks.container(container, bundleElsewhere: bundlePath != nil)
-            if !foreground {
-                try Daemon.startInBackground(logFile: log)
-                return
-            }
-        }
-        Self.raiseDescriptorLimit()
-        var configuration = MountConfiguration(backing: backingPath, mountpoint: mountPath, layout: layout)
-        configuration.bundleOverride = bundlePath
-        configuration.keepTmp = keepTmp
-        // The locks that order drivers of this container around tmp go in
-        // the driver's own state folder, where no other user can hold them
-        // (T2); kept open for the driver's life. In a folder of their own:
-        // they stay once made (two per container), and every mount, status
-        // and unmount lists the records beside them (3,500 lock files there
-        // made a test fixture's mount and unmount 5 ms slower).
-        configuration.lockFolder = (try? StateFolder(StatusFile.directory, create: true))
-            .flatMap { _ in try? StateFolder(StatusFile.lockDirectory, create: true) }?.duplicate()
-            .map { FileDescriptor(rawValue: $0) }
-        configuration.denialLogFile = denialLog
-        configuration.entryTimeout = cacheTimeout
-        configuration.attributeTimeout = min(cacheTimeout, MountConfiguration.longestAttributeTimeout)
-        configuration.maxThreads = threads
-        configuration.descriptorCacheSize = descriptorCache
-        configuration.writebackCache = writeback
-        configuration.passthrough = passthrough
-        configuration.killPrivV2 = killPrivV2
-        configuration.keepCache = keepCache
-        configuration.capacity = capacity?.bytes
-        configuration.dataProtection = DataProtection(defaultClass: container.defaultProtectionClass(), state: startState)
-
-        // A background driver without --log has no standard error to speak to.
-        let toSyslog = readyFD != nil && log == nil
-        DriverLogging.bootstrap(toSyslog: toSyslog, level: logLevel?.level ?? (debug ? .debug : .info))
-        let logger = Logger(label: DriverLogging.label)
-        configuration.denialLogger = Logger(label: DriverLogging.denialLabel)
-        umask(0)
-        _ = chdir("/")
-
-        // Everything that can fail comes before anything in the backing
-        // directory changes (L1).
-        let mount: ContainerMount
+        var driver = DriverConfiguration(backing: absolutePath(backing), mountpoint: absolutePath(mountpoint),
+                                         appName: appName)
+        driver.bundle = bundle.map(absolutePath)
+        driver.keepTmp = keepTmp
+        driver.denialLog = denialLog.map(absolutePath)
+        driver.log = log.map(absolutePath)
+        driver.logLevel = logLevel?.level
+        driver.debug = debug
+        driver.cacheTimeout = cacheTimeout
+        driver.writeback = writeback
+        driver.passthrough = passthrough
+        driver.killPrivV2 = killPrivV2
+        driver.ioUring = ioUring
+        driver.keepCache = keepCache
+        driver.deviceState = try ProtectionArguments.deviceState(deviceState)
+        driver.threads = threads
+        driver.descriptorCache = descriptorCache
+        driver.capacity = capacity?.bytes
+        driver.mountOptions = options.flatMap { $0.split(separator: ",").map(String.init) }
+        driver.create = create
+        driver.recover = recover
+        driver.foreground = foreground
+        driver.readyFD = readyFD
         do {
-            mount = try ContainerMount(configuration: configuration,
-                                       options: options.flatMap { $0.split(separator: ",").map(String.init) },
-                                       debug: debug, ioUring: ioUring, logger: logger)
-            logger.debug("\(mountPath): libfuse options \(mount.mountOptions.joined(separator: ",")); names cached \(configuration.entryTimeout) s, attributes \(configuration.attributeTimeout) s; \(configuration.maxThreads) threads; writeback \(configuration.writebackCache ? "on" : "off"), keep cache \(configuration.keepCache ? "on" : "off"), passthrough \(configuration.usesPassthrough ? "asked" : "off")")
-        } catch {
-            if toSyslog { logger.error("\(backingPath) at \(mountPath): \(error)") }
-            Daemon.reportFailure("\(error)", readyFD: readyFD)
-            throw ExitCode(1)
+            try ContainerDriver(driver).run()
+        } catch let exit as DriverExit {
+            throw ExitCode(exit.code)
         }
-        let readyFD = readyFD
-        do {
-            try mount.mount { Daemon.warn($0, readyFD: readyFD) }
-        } catch {
-            Daemon.reportFailure("\(error)", readyFD: readyFD)
-            throw ExitCode(1)
-        }
-        // For `appsandboxfs status`: this driver's pid and options. (Whether
-        // the kernel took passthrough up is known only once INIT is answered,
-        // on the loop's first request: the transport logs it then.)
-        let statusRecord = StatusFile.publish(for: self, backing: backingPath, mountpoint: mountPath, appName: name,
-                                              passthrough: configuration.usesPassthrough, deviceState: startState.rawValue)
-        logger.info("appsandboxfs \(Version.description): serving \(backingPath) at \(mountPath) as \(name) (pid \(getpid()), passthrough \(configuration.usesPassthrough ? "asked for" : "off"))")
-        // For `appsandboxfs lock|unlock|reboot`.
-        let controlSocket = DeviceControl.serve(configuration.dataProtection, record: statusRecord)
-        Daemon.reportReady(readyFD: readyFD)
-        // Until the mount is gone (unmounted, SIGTERM or SIGINT); then tmp
-        // is emptied (T2). `unmount` waits for this process to exit.
-        let status = mount.serve { logger.warning("\($0)") }
-        if status != 0 { logger.error("\(mountPath): reading /dev/fuse failed: \(String(cString: strerror(-status)))") }
-        statusRecord?.remove()
-        if let controlSocket { unlink(controlSocket) }
-        logger.info("\(mountPath): unmounted; exiting")
-    }
-
-    /// Each node the kernel holds keeps a descriptor open: allow as many as
-    /// the system lets this process have.
-    static func raiseDescriptorLimit() {
-        var limit = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
-        limit.rlim_cur = limit.rlim_max
-        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-    }
-
-    static func guessAppName(in backing: String) throws -> String {
-        guard let entries = try? FileManagerless.list(backing) else {
-            throw Failure("\(backing): cannot read the backing directory")
-        }
-        let bundles = entries.filter { $0.hasSuffix(".app") && $0.count > 4 }
-        guard bundles.count == 1 else {
-            throw Failure("\(backing): cannot tell the app's name (found \(bundles.count) *.app folders); give --app-name")
-        }
-        return String(bundles[0].dropLast(4))
-    }
-}
-
-/// Listing a folder without Foundation's FileManager.
-enum FileManagerless {
-    static func list(_ path: String) throws -> [String] {
-        guard let dir = opendir(path) else { throw ValidationError("\(path): \(String(cString: strerror(errno)))") }
-        defer { closedir(dir) }
-        var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafePointer(to: &entry.pointee.d_name) {
-                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names
     }
 }

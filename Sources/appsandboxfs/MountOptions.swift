@@ -1,4 +1,5 @@
 import ArgumentParser
+import DriverRuntime
 
 /// The `-o` options of a mount, parsed in one place for both ways in:
 /// `appsandboxfs mount -o app_name=MyApp,ro` and `mount -t fuse.appsandboxfs

@@ -1,4 +1,5 @@
 import BackingStore
+import DriverRuntime
 import Glibc
 
 /// Which processes keep a mount busy: what `unmount` names when it refuses

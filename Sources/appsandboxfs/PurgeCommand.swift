@@ -1,5 +1,6 @@
 import ArgumentParser
 import ContainerBackup
+import DriverRuntime
 import Glibc
 
 struct PurgeCommand: ParsableCommand {

@@ -1,6 +1,7 @@
 import AppSandboxFS
 import ArgumentParser
 import ContainerBackup
+import DriverRuntime
 import Glibc
 import MountInfo
 import SandboxPolicy
@@ -65,7 +66,7 @@ struct RestoreCommand: ParsableCommand {
         var existingApp: String?
         if replace {
             guard exists else { throw Failure("\(target): \(String(cString: strerror(errno))) (--replace needs an existing container)") }
-            existingApp = try? MountCommand.guessAppName(in: target)
+            existingApp = try? ContainerDriver.guessAppName(in: target)
         } else if exists {
             guard status.st_mode & S_IFMT == S_IFDIR, (try? FileManagerless.list(target))?.isEmpty == true else {
                 throw Failure("\(target): exists and is not an empty folder: restore into a new folder, or give --replace to replace a container's data")

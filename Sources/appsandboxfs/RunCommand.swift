@@ -1,4 +1,5 @@
 import ArgumentParser
+import DriverRuntime
 import Glibc
 
 struct RunCommand: ParsableCommand {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import DriverRuntime
 import Foundation
 import Glibc
 import MountInfo

@@ -1,3 +1,4 @@
+import DriverRuntime
 import Glibc
 import MountInfo
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CLinux
+import DriverRuntime
 import Foundation
 import MountInfo
 import Spawning
@@ -124,23 +125,4 @@ extension UnmountCommand {
         clock_gettime(CLOCK_MONOTONIC, &now)
         return now.tv_sec * 1_000 + now.tv_nsec / 1_000_000
     }
-}
-
-/// Runs a program, its output shown; returns its exit status.
-func runTool(_ path: String, _ arguments: [String]) -> Int32 {
-    (try? ChildProcess.start([path] + arguments).wait().code) ?? 127
-}
-
-/// Runs a program; what it writes is returned (as one line) instead of shown.
-func runTool(_ path: String, _ arguments: [String], capturingErrors: Bool) -> (status: Int32, errors: String) {
-    guard capturingErrors else { return (runTool(path, arguments), "") }
-    let result = ChildProcess.run([path] + arguments)
-    let text = (result.standardError + result.standardOutput)
-        .split(separator: "\n").map(String.init).joined(separator: "; ")
-    return (result.status, text)
-}
-
-func absolutePath(_ path: String) -> String {
-    if path.hasPrefix("/") { return URL(fileURLWithPath: path).standardizedFileURL.path }
-    return URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(path).standardizedFileURL.path
 }

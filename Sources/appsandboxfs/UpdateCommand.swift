@@ -1,5 +1,6 @@
 import AppSandboxFS
 import ArgumentParser
+import DriverRuntime
 import Glibc
 
 struct UpdateCommand: ParsableCommand {
