@@ -1,4 +1,5 @@
 import Foundation
+import SandboxPolicy
 
 /// The calls of an iOS app's storage that Foundation on Linux accepts and
 /// ignores, with the meaning they have on a device: a file's "do not back
@@ -29,7 +30,7 @@ public enum ContainerFile {
     /// The extended attribute that holds a file's protection class in a
     /// container: the class's raw value (`NSFileProtectionComplete` ...),
     /// without a terminating NUL.
-    public static let protectionAttribute = "NSFileProtectionKey"
+    public static let protectionAttribute = ProtectionClass.attributeName
 
     // MARK: Exclude from backup
 
