@@ -2,9 +2,10 @@
 // no program is started to lay it out, mount it or unmount it, so a
 // container's life costs a few milliseconds instead of the tens that
 // process starts take (docs/performance.md, "A container's life for a test
-// fixture"). The file system is the driver's own (AppSandboxFS's
-// `ContainerMount`, the one way a mount is made); what differs is the
-// process around it, see `InProcessDriver.start`.
+// fixture"). The mount is the driver's own (DriverRuntime's
+// `ContainerDriver`, with `appsandboxfs mount`'s configuration and
+// defaults, making AppSandboxFS's `ContainerMount`, the one way a mount is
+// made); what differs is the process around it, see `InProcessDriver.start`.
 
 #if os(Linux)
 import AppSandboxFS
@@ -91,7 +92,8 @@ final class InProcessDriver: ContainerServer {
             throw FixtureError("pipe2: \(String(cString: strerror(errno)))")
         }
         let driver = InProcessDriver(mount: mount, dataProtection: configuration.dataProtection,
-                                     settings: settings, configuration: configuration, watcher: MountWatcher.start(mountpoint: mountpoint, log: root + "/driver.log"),
+                                     settings: settings, configuration: configuration,
+                                     watcher: MountWatcher.start(mountpoint: mountpoint, log: root + "/driver.log"),
                                      ended: ended, logDescriptor: logDescriptor)
         handedOver = true
         logger.info("serving \(backing) at \(mountpoint) as \(layout.appName) in the test process (pid \(getpid()))")
@@ -150,9 +152,10 @@ final class InProcessDriver: ContainerServer {
 
     func releaseWatcher() { watcher?.release() }
 
-    /// The configuration `appsandboxfs mount BACKING MOUNTPOINT` gets from
-    /// the fixture's driver process (`MountedContainer.driverArguments`):
-    /// the runtime's defaults, this container's options, the fixture's logs.
+    /// The configuration the fixture's driver process gets from its command
+    /// line (`appsandboxfs mount BACKING MOUNTPOINT --foreground ...`, made
+    /// in `MountedContainer.mount`): the runtime's defaults, this
+    /// container's options, the fixture's denial log.
     static func driverConfiguration(backing: String, mountpoint: String, appName: String, root: String,
                                     options: MountedContainer.Options) -> DriverConfiguration {
         var settings = DriverConfiguration(backing: backing, mountpoint: mountpoint, appName: appName)
