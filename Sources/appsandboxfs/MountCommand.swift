@@ -196,7 +196,7 @@ struct MountCommand: ParsableCommand {
         let mount: ContainerMount
         do {
             mount = try ContainerMount(configuration: configuration,
-                                       options: options.flatMap { $0.split(separator: ",").map(String.init) },
+                                       options: try MountOptions.split(options),
                                        debug: debug, ioUring: ioUring, logger: logger)
             logger.debug("\(mountPath): libfuse options \(mount.mountOptions.joined(separator: ",")); names cached \(configuration.entryTimeout) s, attributes \(configuration.attributeTimeout) s; \(configuration.maxThreads) threads; writeback \(configuration.writebackCache ? "on" : "off"), keep cache \(configuration.keepCache ? "on" : "off"), passthrough \(configuration.usesPassthrough ? "asked" : "off")")
         } catch {

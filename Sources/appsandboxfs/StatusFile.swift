@@ -134,7 +134,7 @@ enum StatusFile {
             denialLog: command.denialLog.map(absolutePath), log: command.log.map(absolutePath),
             cacheTimeout: command.cacheTimeout, writeback: command.writeback, keepCache: command.keepCache,
             threads: command.threads, debug: command.debug, passthrough: passthrough,
-            mountOptions: command.options.flatMap { $0.split(separator: ",").map(String.init) },
+            mountOptions: (try? MountOptions.split(command.options)) ?? [],
             capacity: command.capacity?.bytes)
         // From the mount table, not stat(2): the mount is not served yet,
         // and a stat would wait for this very driver (a deadlock).
