@@ -71,8 +71,11 @@ enum DeviceControl {
         do {
             switch (words.first, words.count) {
             case ("lock", 2):
-                guard let grace = Double(words[1]), grace >= 0, grace.isFinite else {
-                    reply(client, "error grace \(words[1]): not a number of seconds (0 or more)")
+                // Checked as `lock --grace` checks it: whoever may connect
+                // can write any line here.
+                let grace: Double
+                do { grace = try LockCommand.graceSeconds(words[1], name: "grace") } catch {
+                    reply(client, "error \(error)")
                     return
                 }
                 try protection.lock(grace: grace)

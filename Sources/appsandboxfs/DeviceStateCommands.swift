@@ -1,3 +1,4 @@
+import AppSandboxFS
 import ArgumentParser
 import SandboxPolicy
 
@@ -27,10 +28,24 @@ struct LockCommand: ParsableCommand {
     var grace: String = "10"
 
     func run() throws {
-        guard let seconds = Double(grace), seconds.isFinite, seconds >= 0 else {
-            throw Failure("--grace \(grace): not a number of seconds (0 or more); nothing changed")
-        }
+        let seconds: Double
+        do { seconds = try Self.graceSeconds(grace, name: "--grace") } catch { throw Failure("\(error); nothing changed") }
         print(try DeviceControl.send("lock \(seconds)", to: absolutePath(mountpoint)))
+    }
+
+    /// A grace as the command line and the control socket take it: a
+    /// number of seconds from 0 to `DataProtection.longestGrace` (NaN and
+    /// infinities refused); the error says which of these `text` is not.
+    static func graceSeconds(_ text: some StringProtocol, name: String) throws(Failure) -> Double {
+        let longest = DataProtection.longestGrace
+        guard let seconds = Double(text), !seconds.isNaN else {
+            throw Failure("\(name) \(text): not a number of seconds (0 to \(Int(longest)))")
+        }
+        guard seconds >= 0 else { throw Failure("\(name) \(text): less than 0 seconds (0 to \(Int(longest)))") }
+        guard seconds <= longest else {  // infinity too
+            throw Failure("\(name) \(text): more than the longest grace, \(Int(longest)) seconds (one day)")
+        }
+        return seconds
     }
 }
 

@@ -168,9 +168,7 @@ struct MountCommand: ParsableCommand {
         // they stay once made (two per container), and every mount, status
         // and unmount lists the records beside them (3,500 lock files there
         // made a test fixture's mount and unmount 5 ms slower).
-        configuration.lockFolder = (try? StateFolder(StatusFile.directory, create: true))
-            .flatMap { _ in try? StateFolder(StatusFile.lockDirectory, create: true) }?.duplicate()
-            .map { FileDescriptor(rawValue: $0) }
+        configuration.lockFolder = StatusFile.openLockFolder()
         configuration.denialLogFile = denialLog
         configuration.entryTimeout = cacheTimeout
         configuration.attributeTimeout = min(cacheTimeout, MountConfiguration.longestAttributeTimeout)
@@ -196,7 +194,7 @@ struct MountCommand: ParsableCommand {
         let mount: ContainerMount
         do {
             mount = try ContainerMount(configuration: configuration,
-                                       options: options.flatMap { $0.split(separator: ",").map(String.init) },
+                                       options: try MountOptions.split(options),
                                        debug: debug, ioUring: ioUring, logger: logger)
             logger.debug("\(mountPath): libfuse options \(mount.mountOptions.joined(separator: ",")); names cached \(configuration.entryTimeout) s, attributes \(configuration.attributeTimeout) s; \(configuration.maxThreads) threads; writeback \(configuration.writebackCache ? "on" : "off"), keep cache \(configuration.keepCache ? "on" : "off"), passthrough \(configuration.usesPassthrough ? "asked" : "off")")
         } catch {

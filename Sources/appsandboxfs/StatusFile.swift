@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import MountInfo
+import SystemPackage
 
 /// What a driver says about itself, for `appsandboxfs status`: the kernel's
 /// mount table knows the mountpoint and the backing directory (the mount's
@@ -108,6 +109,16 @@ enum StatusFile {
     /// never listed with the records.
     static var lockDirectory: String { directory + "/tmp-locks" }
 
+    /// The folder of the drivers' tmp and root locks (ContainerTmp), made
+    /// if need be and checked as a state folder; nil when it cannot be
+    /// (then the locks are taken on the backing folder itself). The
+    /// driver keeps it for its life; `update` takes the root lock there.
+    static func openLockFolder() -> FileDescriptor? {
+        (try? StateFolder(directory, create: true))
+            .flatMap { _ in try? StateFolder(lockDirectory, create: true) }?.duplicate()
+            .map { FileDescriptor(rawValue: $0) }
+    }
+
     /// The driver's own record, removed by `remove()` at exit.
     struct Published: Sendable {
         let folder: StateFolder
@@ -134,7 +145,7 @@ enum StatusFile {
             denialLog: command.denialLog.map(absolutePath), log: command.log.map(absolutePath),
             cacheTimeout: command.cacheTimeout, writeback: command.writeback, keepCache: command.keepCache,
             threads: command.threads, debug: command.debug, passthrough: passthrough,
-            mountOptions: command.options.flatMap { $0.split(separator: ",").map(String.init) },
+            mountOptions: (try? MountOptions.split(command.options)) ?? [],
             capacity: command.capacity?.bytes)
         // From the mount table, not stat(2): the mount is not served yet,
         // and a stat would wait for this very driver (a deadlock).
