@@ -50,7 +50,7 @@ let package = Package(
         ]),
         // The file system that joins the three above.
         .target(name: "AppSandboxFS", dependencies: [
-            "FuseKit", "SandboxPolicy", "BackingStore", "CLinux", "Locking", "Spawning",
+            "FuseKit", "SandboxPolicy", "BackingStore", "CLinux", "Locking", "Spawning", "MountInfo",
             .product(name: "SystemPackage", package: "swift-system"),
             .product(name: "Logging", package: "swift-log"),
         ]),

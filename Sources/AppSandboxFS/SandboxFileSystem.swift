@@ -3,6 +3,7 @@ import CLinux
 import FuseKit
 import Glibc
 import Locking
+import MountInfo
 import Logging
 import SandboxPolicy
 import SystemPackage
@@ -36,6 +37,10 @@ public final class SandboxFileSystem: FileSystemOperations {
     /// reference back would keep both alive, so that the session's deinit
     /// (fuse_session_destroy) would never run.
     let session = Locked(WeakSession())
+    /// The mount's device ("major:minor", as the mount table lists it),
+    /// noted once mounted: where the mountpoint's path must still lead for
+    /// an absolute link target to count as inside (E1, E2).
+    let mountedDevice = Locked<String?>(nil)
 
     /// Nodes, the descriptor cache and tmp close their own descriptors; the
     /// bundle's root (only ever opened from) is the file system's.
@@ -81,6 +86,10 @@ public final class SandboxFileSystem: FileSystemOperations {
     /// Gives the file system its session, once mounted.
     public func attach(_ session: FuseSession) {
         self.session.withLock { $0.value = session }
+        // From the table, not stat(2): nothing is served yet, and a stat
+        // would wait for this very driver.
+        let device = MountTable.entry(at: configuration.mountpoint)?.device
+        mountedDevice.withLock { $0 = device }
     }
 
     // MARK: Connection

@@ -118,7 +118,10 @@ struct MountCommand: ParsableCommand {
         // Absolute from here on: the driver works from / (it must keep no
         // folder of its caller busy).
         backing = absolutePath(backing)
-        mountpoint = absolutePath(mountpoint)
+        // Without links, as the kernel will list it: an absolute link
+        // target is inside only through the mount's own path (E1), and a
+        // link in that path could be re-pointed.
+        mountpoint = resolvedPath(absolutePath(mountpoint))
         bundle = bundle.map(absolutePath)
         log = log.map(absolutePath)
         denialLog = denialLog.map(absolutePath)
