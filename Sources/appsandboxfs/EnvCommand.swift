@@ -72,11 +72,14 @@ struct MountedContainerPath {
         if MountTable.isStale(mountpoint) {
             throw Failure("\(mountpoint): a stale mount (its driver died: transport endpoint is not connected); run `appsandboxfs unmount \(mountpoint)`")
         }
+        FoundationBridgeLibrary.warnIfMissing()
     }
 
-    /// What an iOS app finds in its environment, in this order.
+    /// What an iOS app finds in its environment, in this order, and
+    /// LD_PRELOAD with the Foundation bridge (F1; docs/foundation.md).
     var iOSEnvironment: [(name: String, value: String)] {
         ContainerEnvironment.variables(root: mountpoint)
+            + (FoundationBridgeLibrary.preload.map { [("LD_PRELOAD", $0)] } ?? [])
     }
 }
 
