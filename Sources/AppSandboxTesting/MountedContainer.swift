@@ -2,7 +2,7 @@ import ContainerFiles
 import Foundation
 import Locking
 #if os(Linux)
-import FoundationBridge
+internal import FoundationBridge
 import MountInfo
 import Spawning
 #endif

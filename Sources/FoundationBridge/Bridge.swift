@@ -4,7 +4,7 @@
 // checked first; then all is installed or nothing (F2). See
 // docs/foundation.md.
 #if os(Linux)
-import CFoundationBridge
+internal import CFoundationBridge
 import Foundation
 import Glibc
 

@@ -6,7 +6,7 @@
 // (`Original`), so every other key and option works as before, and a call
 // outside a container is Foundation's own, unchanged.
 #if os(Linux)
-import CFoundationBridge
+internal import CFoundationBridge
 import ContainerFiles
 import Foundation
 
@@ -56,11 +56,22 @@ extension NSURL {
 
     @usableFromInline @_silgen_name("asfs_hook_nsurl_resourceValues")
     func asfsResourceValues(forKeys keys: [URLResourceKey]) throws -> [URLResourceKey: Any] {
-        guard keys.contains(.isExcludedFromBackupKey), let url = fileURL else {
+        let answered: Set<URLResourceKey> = [
+            .isExcludedFromBackupKey, .volumeAvailableCapacityForImportantUsageKey,
+            .volumeAvailableCapacityForOpportunisticUsageKey,
+        ]
+        guard keys.contains(where: answered.contains), let url = fileURL else {
             return try Original.nsurlResourceValues(self)(keys)
         }
-        var values = try Original.nsurlResourceValues(self)(keys.filter { $0 != .isExcludedFromBackupKey })
-        values[.isExcludedFromBackupKey] = try ContainerFile.isExcludedFromBackup(url)
+        var values = try Original.nsurlResourceValues(self)(keys.filter { !answered.contains($0) })
+        if keys.contains(.isExcludedFromBackupKey) {
+            values[.isExcludedFromBackupKey] = try ContainerFile.isExcludedFromBackup(url)
+        }
+        // Keys Foundation on Linux does not have (ContainerFiles names them).
+        for key in keys where key == .volumeAvailableCapacityForImportantUsageKey
+            || key == .volumeAvailableCapacityForOpportunisticUsageKey {
+            values[key] = try ContainerFile.availableCapacity(of: url)
+        }
         return values
     }
 

@@ -79,6 +79,24 @@ struct FoundationCallsInTestProcessTests {
         }
     }
 
+    @Test("Q1: with ContainerFiles, the volume's capacity for important and opportunistic usage is the mount's; containerURL(forSecurityApplicationGroupIdentifier:) is nil")
+    func capacityAndGroups() throws {
+        try withMountedContainer(.init(capacity: "64M")) { container in
+            let documents = URL(fileURLWithPath: container.documents, isDirectory: true)
+            try Data(count: 1 << 20).write(to: documents.appendingPathComponent("megabyte"))
+            let values = try documents.resourceValues(forKeys: [
+                .volumeAvailableCapacityForImportantUsageKey, .volumeAvailableCapacityForOpportunisticUsageKey,
+            ])
+            let important = try #require(values.volumeAvailableCapacityForImportantUsage)
+            var info = statvfs()
+            #expect(statvfs(container.documents, &info) == 0)
+            #expect(important == Int64(info.f_bavail) * Int64(info.f_frsize))
+            #expect(important > 0 && important <= 63 << 20, "\(important)")
+            #expect(values.volumeAvailableCapacityForOpportunisticUsage == important)
+            #expect(FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: "group.com.example.app") == nil)
+        }
+    }
+
     @Test("F1: outside a container the same calls are Foundation on Linux's own (accepted, nothing stored, nil)")
     func outsideAContainer() throws {
         try withMountedContainer(.init(inProcess: true)) { _ in
