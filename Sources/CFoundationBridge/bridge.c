@@ -200,6 +200,12 @@ const char *asfs_bridge_object_file(const void *address) {
     return info.dli_fname;
 }
 
+const char *asfs_bridge_symbol_at(const void *address) {
+    Dl_info info;
+    if (dladdr(address, &info) == 0 || info.dli_saddr != address) return NULL;
+    return info.dli_sname;
+}
+
 void asfs_bridge_warn(const char *line) {
     size_t length = strlen(line);
     char *text = malloc(length + 1);

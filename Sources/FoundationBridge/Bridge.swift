@@ -35,7 +35,8 @@ public enum FoundationBridge {
     }
 
     private static let installation: Outcome = {
-        let outcome = Installation.resolved.map { $0.apply() } ?? .unavailable(Installation.failure ?? "unknown")
+        let outcome = Installation.installedElsewhere ? .installed
+            : Installation.resolved.map { $0.apply() } ?? .unavailable(Installation.failure ?? "unknown")
         if case .unavailable(let reason) = outcome {
             let program = String(cString: asfs_bridge_program_name())
             asfs_bridge_warn(warning(program: program, reason: reason))
@@ -131,6 +132,25 @@ struct Installation: @unchecked Sendable {
     }
 
     struct Failure: Error { let reason: String }
+
+    /// Another copy of the bridge is installed in this process already (a
+    /// test process started by `run`: the preloaded library, and the one
+    /// linked into AppSandboxTesting): FileManager's method table holds its
+    /// hook. That copy acts; this one changes nothing.
+    static let installedElsewhere: Bool = {
+        let hook = Hook.fileManagerSetAttributes
+        guard dlsym(UnsafeMutableRawPointer(bitPattern: 0), hook.symbol) != nil else { return false }
+        let metadata = unsafeBitCast(FileManager.self as AnyClass, to: UnsafeMutablePointer<UnsafeRawPointer?>.self)
+        let sizes = UInt(bitPattern: metadata[4])
+        let words = (Int(sizes & 0xffff_ffff) - Int(sizes >> 32)) / MemoryLayout<UInt>.size
+        guard words > 7, words < 4096 else { return false }
+        let own = asfs_bridge_hook(Int32(hook.rawValue))
+        return (7..<words).contains { index in
+            guard let slot = metadata[index], slot != UnsafeRawPointer(own),
+                  let name = asfs_bridge_symbol_at(slot) else { return false }
+            return String(cString: name) == "asfs_hook_filemanager_setAttributes"
+        }
+    }()
 
     private init() throws {
         guard let foundation = dlopen("libFoundationEssentials.so", RTLD_LAZY | RTLD_NOLOAD) else {

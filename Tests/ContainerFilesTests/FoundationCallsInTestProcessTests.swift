@@ -99,11 +99,11 @@ struct FoundationCallsInTestProcessTests {
 
     @Test("F1: outside a container the same calls are Foundation on Linux's own (accepted, nothing stored, nil)")
     func outsideAContainer() throws {
-        try withMountedContainer(.init(inProcess: true)) { _ in
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("asfs-bridge-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(at: folder) }
-            let file = folder.appendingPathComponent("f")
+        try withMountedContainer(.init(inProcess: true)) { container in
+            // The fixture's own folder (beside the backing directory and the
+            // mountpoint, removed with them): not in the container, also when
+            // the test runs under `run` (TMPDIR in the container).
+            let file = URL(fileURLWithPath: container.root + "/outside")
             try Data("f".utf8).write(to: file, options: .completeFileProtection)
             try AppStorage.markDoNotBackUp(file, true)
             #expect(try AppStorage.isExcluded(file) == nil)

@@ -48,6 +48,10 @@ int asfs_bridge_in_container(const char *path);
 /// The file of the loaded object that holds `address`; NULL when none does.
 const char *asfs_bridge_object_file(const void *address);
 
+/// The name of the symbol at `address` exactly (NULL for none): tells a
+/// hook of another copy of the bridge in the process.
+const char *asfs_bridge_symbol_at(const void *address);
+
 /// Writes `line` and a newline on standard error, in one write.
 void asfs_bridge_warn(const char *line);
 
