@@ -130,7 +130,7 @@ struct FoundationCallsTests {
         }
     }
 
-    @Test("F2: a program with Foundation linked statically gets one appsandboxfs: line naming the calls, and runs")
+    @Test("F2: a program with Foundation linked statically (-static-stdlib, -static-executable) gets one appsandboxfs: line naming the calls, and runs")
     func staticallyLinked() throws {
         try withMountedContainer { m in
             let program = try FoundationProbe.staticallyLinked.get()
@@ -143,6 +143,12 @@ struct FoundationCallsTests {
             for call in ["URL.setResourceValues", "FileManager.setAttributes", "Data.write(to:options:)"] {
                 #expect(result.stderr.contains(call))
             }
+            // Linked with -static-executable: no loader, so no preload;
+            // run itself says so, and the program runs.
+            let whole = FoundationProbe.run(try FoundationProbe.staticExecutable.get(), in: m, ["marked", "Documents/f"])
+            #expect(whole.status == 0 && whole.stdout == "nil\n")
+            let wholeLines = whole.stderr.split(separator: "\n")
+            #expect(wholeLines.count == 1 && wholeLines[0].hasPrefix("appsandboxfs: calls-static-executable: these Foundation calls stay no-ops"), "\(whole.stderr)")
             // A program that is not Swift hears nothing.
             let shell = runProcess([Binaries.appsandboxfs, "run", m.mountpoint, "--", "sh", "-c", "echo quiet"])
             #expect(shell.stdout == "quiet\n" && shell.stderr.isEmpty, "\(shell.stderr)")

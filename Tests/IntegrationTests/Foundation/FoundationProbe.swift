@@ -1,8 +1,8 @@
 // A small Swift program that imports nothing of this project and makes
 // Foundation's own storage calls (F1), compiled at test time with the
 // toolchain's swiftc: once per source change, kept in the build folder
-// (`foundation-probe/`), dynamically linked, and once more with
-// -static-stdlib for F2.
+// (`foundation-probe/`), dynamically linked, and with -static-stdlib and
+// -static-executable for F2.
 
 import Foundation
 import Glibc
@@ -13,6 +13,8 @@ enum FoundationProbe {
     static let dynamic: Result<String, SupportError> = build(name: "calls", flags: [])
     /// The same, with Foundation linked into the program (F2).
     static let staticallyLinked: Result<String, SupportError> = build(name: "calls-static", flags: ["-static-stdlib"])
+    /// With no dynamic loader at all (-static-executable): `run` says so.
+    static let staticExecutable: Result<String, SupportError> = build(name: "calls-static-executable", flags: ["-static-executable"])
 
     static var swiftc: String { environment("SWIFTC") ?? "/opt/swift/usr/bin/swiftc" }
 
