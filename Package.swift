@@ -84,7 +84,7 @@ let package = Package(
         // startup code and with its runtime static (none of it is used), so
         // that a program that is not Swift does not load the Swift runtime
         // (docs/foundation.md, the cost).
-        .target(name: "FoundationBridgePreload", linkerSettings: [.unsafeFlags(["-nostartfiles", "-static-stdlib"])]),
+        .target(name: "FoundationBridgePreload", linkerSettings: [.unsafeFlags(["-nostartfiles", "-static-stdlib"], .when(platforms: [.linux]))]),
         // The test fixture: a container mounted by the real driver (which
         // it runs as a program, so it needs no FUSE target; it mounts on
         // Linux only, and builds everywhere).
