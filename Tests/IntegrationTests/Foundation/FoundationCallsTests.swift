@@ -17,7 +17,7 @@ struct FoundationCallsTests {
 
     static let markName = "com.apple.metadata:com_apple_backup_excludeItem"
 
-    @Test("F1 X1: URL.setResourceValues and NSURL.setResourceValue set and remove the mark; resourceValues answers true or false; backup-report leaves the marked files out")
+    @Test("F1 X1: URL.setResourceValues and NSURL.setResourceValue set and remove the mark; resourceValues and getResourceValue answer true or false; backup-report leaves the marked files out")
     func backupMark() throws {
         try withMountedContainer { m in
             try writeFile(m.documents + "/kept.db", "kept")
@@ -32,8 +32,9 @@ struct FoundationCallsTests {
                 "mark", "Library/Application Support/flip.db", "false",
                 "marked", "Library/Application Support/flip.db",
                 "nsmark", "Documents/kept.db", "false", "marked", "Documents/kept.db",
+                "nsmarked", "Documents/url.db", "nsmarked", "Documents/kept.db",
             ])
-            #expect(lines == ["false", "ok", "true", "ok", "true", "ok", "ok", "false", "ok", "false"])
+            #expect(lines == ["false", "ok", "true", "ok", "true", "ok", "ok", "false", "ok", "false", "true", "false"])
             // The mark iOS writes (X1), through the mount.
             #expect(Self.attribute(m.documents + "/url.db", Self.markName) == "bplist00_\u{10}\u{11}com.apple.backupd\u{08}\0\0\0\0\0\0\u{01}\u{01}\0\0\0\0\0\0\0\u{01}\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\u{1c}")
             #expect(Self.attribute(m.documents + "/nsurl.db", Self.markName) != nil)
@@ -61,11 +62,13 @@ struct FoundationCallsTests {
                 "writeatomic", "Documents/w-a", "none", "class", "Documents/w-a",
                 "write", "Documents/w-c", "complete", "class", "Documents/w-c",
                 "class", "Documents",
+                "mkdirmode", "Documents/private", classB, "class", "Documents/private",
             ])
             #expect(lines == [
                 "ok", classA, "true", classB, "ok", classD, classD, "ok", classA,
                 "ok", classA, "ok", classB, "ok", classC, "ok", classD, "ok", classA,
                 classC,   // Documents: the container's default (P4)
+                "700", classB,   // the other attribute still Foundation's
             ])
             // Explicit classes through the mount, as getfattr sees them (P2).
             for (path, protection) in [("/set", classA), ("/created", classB), ("/d/e", classD), ("/w-a", classD), ("/w-c", classA)] {
@@ -76,7 +79,7 @@ struct FoundationCallsTests {
             #expect(try String(contentsOfFile: m.documents + "/w-b", encoding: .utf8) == "written")
             // No temporary names left by the atomic writes.
             let names = try FileManager.default.contentsOfDirectory(atPath: m.documents).sorted()
-            #expect(names == ["Inbox", "created", "d", "set", "w-a", "w-b", "w-c"])
+            #expect(names == ["Inbox", "created", "d", "private", "set", "w-a", "w-b", "w-c"])
         }
     }
 

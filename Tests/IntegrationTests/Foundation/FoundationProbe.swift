@@ -87,6 +87,15 @@ while !arguments.isEmpty {
             let url = NSURL(fileURLWithPath: next())
             try url.setResourceValue(next() == "true", forKey: .isExcludedFromBackupKey)
             out("ok")
+        case "nsmarked":
+            var value: AnyObject?
+            try NSURL(fileURLWithPath: next()).getResourceValue(&value, forKey: .isExcludedFromBackupKey)
+            out(value.map { "\(($0 as? NSNumber)?.boolValue ?? false)" } ?? "nil")
+        case "mkdirmode":
+            let path = next()
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false,
+                                                    attributes: [.protectionKey: cls(next()), .posixPermissions: 0o700])
+            out(String(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as! Int, radix: 8))
         case "marked":
             let url = URL(fileURLWithPath: next())
             let value = try url.resourceValues(forKeys: [.isExcludedFromBackupKey]).isExcludedFromBackup
