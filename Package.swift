@@ -17,6 +17,10 @@ let package = Package(
         .library(name: "FuseKit", targets: ["FuseKit"]),
         // For tests of code that uses a container: mount one, always unmount.
         .library(name: "AppSandboxTesting", targets: ["AppSandboxTesting"]),
+        // The Foundation bridge (docs/foundation.md, F1): `run` preloads the
+        // first, which loads the second into a program that uses Foundation.
+        .library(name: "appsandboxfs-preload", type: .dynamic, targets: ["FoundationBridgePreload"]),
+        .library(name: "AppSandboxFoundationBridge", type: .dynamic, targets: ["FoundationBridge"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -50,7 +54,7 @@ let package = Package(
         ]),
         // The file system that joins the three above.
         .target(name: "AppSandboxFS", dependencies: [
-            "FuseKit", "SandboxPolicy", "BackingStore", "CLinux", "Locking", "Spawning",
+            "FuseKit", "SandboxPolicy", "BackingStore", "CLinux", "Locking", "Spawning", "MountInfo",
             .product(name: "SystemPackage", package: "swift-system"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -79,6 +83,17 @@ let package = Package(
         // SandboxPolicy (the folders' one definition; pure Swift) only: it
         // builds for iOS, macOS and Linux.
         .target(name: "ContainerFiles", dependencies: ["SandboxPolicy"]),
+        // A program's own Foundation calls for the backup mark and the
+        // protection class act on a container (F1): hooks (Swift) and the
+        // slots they are installed in (C). Linux only.
+        .target(name: "CFoundationBridge"),
+        .target(name: "FoundationBridge", dependencies: ["CFoundationBridge", "ContainerFiles"]),
+        // What `run` preloads: C code only, which loads FoundationBridge
+        // into a program that uses Foundation. Linked without Swift's
+        // startup code and with its runtime static (none of it is used), so
+        // that a program that is not Swift does not load the Swift runtime
+        // (docs/foundation.md, the cost).
+        .target(name: "FoundationBridgePreload", linkerSettings: [.unsafeFlags(["-nostartfiles", "-static-stdlib"], .when(platforms: [.linux]))]),
         // The test fixture: a container mounted by the real driver (which
         // it runs as a program, so it needs no FUSE target; it mounts on
         // Linux only, and builds everywhere).
@@ -88,6 +103,7 @@ let package = Package(
             // SandboxPolicy (pure Swift, builds everywhere): the one
             // definition of protection classes and device states.
             "ContainerFiles", "Locking", "SandboxPolicy",
+            .target(name: "FoundationBridge", condition: .when(platforms: [.linux])),
             .target(name: "Spawning", condition: .when(platforms: [.linux])),
             .target(name: "MountInfo", condition: .when(platforms: [.linux])),
             // `Options.inProcess`: the driver's own file system, served by

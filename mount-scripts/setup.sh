@@ -40,7 +40,10 @@ man_target=$destdir/usr/local/share/man/man1/appsandboxfs.1
 bash_target=$destdir/usr/local/share/bash-completion/completions/appsandboxfs
 zsh_target=$destdir/usr/local/share/zsh/site-functions/_appsandboxfs
 fish_target=$destdir/usr/local/share/fish/vendor_completions.d/appsandboxfs.fish
-installed=("$bin_target" "$helper_target" "$man_target" "$bash_target" "$zsh_target" "$fish_target")
+# The Foundation bridge (docs/foundation.md): `run` finds it in ../lib/appsandboxfs.
+preload_target=$destdir/usr/local/lib/appsandboxfs/libappsandboxfs-preload.so
+bridge_target=$destdir/usr/local/lib/appsandboxfs/libAppSandboxFoundationBridge.so
+installed=("$bin_target" "$helper_target" "$man_target" "$bash_target" "$zsh_target" "$fish_target" "$preload_target" "$bridge_target")
 
 # Copies the program at $1 (and the helper, man page and completions).
 install_files() {
@@ -57,6 +60,16 @@ install_files() {
     "$program" --generate-completion-script bash | $install_sudo tee "$bash_target" >/dev/null
     "$program" --generate-completion-script zsh | $install_sudo tee "$zsh_target" >/dev/null
     "$program" --generate-completion-script fish | $install_sudo tee "$fish_target" >/dev/null
+    # The Foundation bridge, from beside the program (a build folder) or
+    # from its own build ($bridge_dir, set by the build below).
+    local folder
+    for folder in "${bridge_dir:-}" "$(dirname "$program")"; do
+        [ -n "$folder" ] && [ -f "$folder/libappsandboxfs-preload.so" ] && [ -f "$folder/libAppSandboxFoundationBridge.so" ] || continue
+        $install_sudo install -m 0755 "$folder/libappsandboxfs-preload.so" "$preload_target"
+        $install_sudo install -m 0755 "$folder/libAppSandboxFoundationBridge.so" "$bridge_target"
+        return
+    done
+    echo "setup: note: no Foundation bridge beside $program: run and env say so (docs/foundation.md)"
 }
 
 configuration=release
@@ -115,6 +128,15 @@ fi
 echo "setup: building ($configuration; a first release build takes several minutes)"
 start=$SECONDS
 swift build "${flags[@]}" ${APPSANDBOXFS_BUILD_FLAGS:-} --product appsandboxfs
+# The Foundation bridge joins the Foundation of the program it is loaded
+# into, so it is never linked with a static Swift runtime: a build folder
+# of its own (only its few targets) for a release build.
+bridge_flags=(-c "$configuration")
+[ "$configuration" = debug ] || bridge_flags+=(--scratch-path .build/foundation-bridge)
+for product in appsandboxfs-preload AppSandboxFoundationBridge; do
+    swift build "${bridge_flags[@]}" --product "$product"
+done
+bridge_dir=$(swift build "${bridge_flags[@]}" --show-bin-path)
 echo "setup: built in $((SECONDS - start)) s"
 
 [ "${APPSANDBOXFS_INSTALL:-yes}" != no ] || exit 0

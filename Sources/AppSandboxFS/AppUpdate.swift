@@ -30,11 +30,16 @@ public struct AppUpdate {
     /// Called after each step (each entry copied, the swap, the removal):
     /// where the kill test stops the process.
     public var afterStep: () -> Void = {}
+    /// The drivers' lock folder (`ContainerTmp`), where a driver of this
+    /// user holds its container's root lock while it serves; nil when
+    /// there is none.
+    public let lockFolder: FileDescriptor?
 
-    public init(backing: String, source: String, appName: String?) {
+    public init(backing: String, source: String, appName: String?, lockFolder: FileDescriptor? = nil) {
         self.backing = backing
         self.source = source
         self.appName = appName
+        self.lockFolder = lockFolder
     }
 
     public struct Outcome: Sendable {
@@ -45,18 +50,22 @@ public struct AppUpdate {
         public var entries: Int
         /// Leftovers of an update that was killed, removed first.
         public var leftovers: [String]
+        /// What the build folder held that a bundle does not (U1).
+        public var leftOut: DroppedPrivileges
+        /// Locks on the backing folder held by users who cannot serve it,
+        /// which were not waited for (one line each).
+        public var ignoredLocks: [String]
     }
 
     public func run() throws(UpdateFailure) -> Outcome {
         let root = try openContainerRoot()
         defer { close(root) }
+        var identity = stat()
+        guard fstat(root, &identity) == 0 else { throw UpdateFailure(backing, errno: errno) }
         // One update at a time (a second one would take the first one's
-        // staging folder for a leftover), and none under a driver: drivers
-        // hold a shared lock on the root while they serve (ContainerTmp),
-        // in any mount namespace.
-        guard flock(root, LOCK_EX | LOCK_NB) == 0 else {
-            throw UpdateFailure("\(backing): in use: a driver serves this container (mounted, perhaps in another mount namespace) or another update is running")
-        }
+        // staging folder for a leftover), and none under a driver (U2).
+        let (lock, ignoredLocks) = try takeLocks(root, identity)
+        defer { lock?.release() }
         let sourceFD = open(source, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard sourceFD >= 0 else { throw UpdateFailure("bundle \(source)", errno: errno) }
         defer { close(sourceFD) }
@@ -97,14 +106,16 @@ public struct AppUpdate {
         guard mkdirat(root, staging, 0o700) == 0 else { throw UpdateFailure("\(backing)/\(staging)", errno: errno) }
         let stagingFD = try BundleCopier.open(root, Array(staging.utf8CString), O_RDONLY | O_DIRECTORY, path: staging)
         var entriesCopied = 0
+        var leftOut = DroppedPrivileges()
         do {
             defer { close(stagingFD) }
-            var copier = BundleCopier(afterEntry: {
+            // U1: everything the container's owner's, as the root is.
+            var copier = BundleCopier(owner: identity.st_uid, group: identity.st_gid, afterEntry: {
                 entriesCopied += 1
                 afterStep()
             })
             try copier.copyContents(of: sourceFD, into: stagingFD, path: source)
-            try BundleCopier.copyFolderAttributes(from: sourceFD, to: stagingFD, path: source)
+            leftOut = copier.leftOut
         }
         // The copy must be on disk before it becomes the bundle: a crash
         // after the swap must not show a bundle of empty files.
@@ -125,7 +136,57 @@ public struct AppUpdate {
         }
         _ = fsync(root)
         afterStep()
-        return Outcome(previousBundle: previous, bundle: bundle, entries: entriesCopied, leftovers: leftovers)
+        return Outcome(previousBundle: previous, bundle: bundle, entries: entriesCopied, leftovers: leftovers,
+                       leftOut: leftOut, ignoredLocks: ignoredLocks)
+    }
+
+    /// The locks that keep an update from running beside another one or
+    /// under a driver (U2), taken without waiting; a refusal names why.
+    ///
+    /// 1. The container's root lock in the drivers' lock folder, which
+    ///    only this user can open (T2's lock files): a driver of this user
+    ///    holds it shared while it serves, in any mount namespace. Held
+    ///    exclusively for the whole update, it also keeps a driver that
+    ///    starts meanwhile from serving before the update is done.
+    /// 2. The backing folder itself, which a driver also locks shared
+    ///    while it serves (drivers of other users, other state folders).
+    ///    Anyone who may open the folder can lock it too (issue 25: uid
+    ///    65534's `flock BACKING sleep 1d` kept every update out), so a
+    ///    lock there counts only when its holder could be a driver of the
+    ///    container: a process of root or of the folder's owner
+    ///    (`FlockHolders`); others are not waited for, and are named.
+    private func takeLocks(_ root: Int32, _ identity: stat) throws(UpdateFailure) -> (TakenLock?, [String]) {
+        let inUse = "\(backing): in use: a driver serves this container (mounted, perhaps in another mount namespace) or another update is running"
+        var taken: TakenLock?
+        if let lockFolder, let file = LockFile(in: lockFolder.rawValue, ContainerTmp.lockFileName(identity, "root")) {
+            guard file.take(LOCK_EX | LOCK_NB) else { throw UpdateFailure(inUse) }
+            taken = TakenLock(file: file)
+        }
+        if flock(root, LOCK_EX | LOCK_NB) == 0 { return (taken, []) }
+        let holders = FlockHolders.read(inode: identity.st_ino)
+        if let driver = holders.first(where: { $0.uid == 0 || $0.uid == identity.st_uid }) {
+            taken?.release()
+            throw UpdateFailure(inUse + " (pid \(driver.pid) holds a lock on it)")
+        }
+        return (taken, holders.map { holder in
+            let who = holder.uid.map { "uid \($0)" } ?? "gone, its lock passed on"
+            return "\(backing): locked by pid \(holder.pid) (\(who)), which cannot be its driver: not waited for"
+        })
+    }
+
+    /// The root lock file taken exclusively; `release` removes the file
+    /// (while it is held, as the last driver does: `ContainerTmp`) and
+    /// lets go.
+    final class TakenLock {
+        let file: LockFile
+        private var held = true
+        init(file: LockFile) { self.file = file }
+        func release() {
+            guard held else { return }
+            held = false
+            file.remove()
+            _ = file.take(LOCK_UN)
+        }
     }
 
     /// The backing directory, checked to be a container.
@@ -189,7 +250,5 @@ public struct AppUpdate {
         return fstatat(folder, name, &status, AT_SYMLINK_NOFOLLOW) == 0 && status.st_mode & S_IFMT == S_IFDIR
     }
 
-    static func string(_ raw: [CChar]) -> String {
-        String(decoding: raw.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
+    static func string(_ raw: [CChar]) -> String { BundleCopier.string(raw) }
 }

@@ -31,7 +31,11 @@ import SystemPackage
 ///
 /// A file whose last name goes (st_nlink 0 after the call) frees its space
 /// at once, unless a handle of it is open: then, as on ext4, at its last
-/// release.
+/// release. A file that gets a name again while open (linkat of an
+/// O_TMPFILE file: `link` tracks the file too) is an ordinary file again.
+///
+/// Offsets and lengths come from callers and may be anything up to
+/// 2^63 - 1: the arithmetic on them (`DiskSpace.writable`) cannot overflow.
 public final class CapacityLedger: Sendable {
     public let capacity: Int64
     public let blockSize: Int64
@@ -117,30 +121,51 @@ public final class CapacityLedger: Sendable {
         return try body()
     }
 
-    /// A write of `length` bytes at `offset` (write, copy_file_range,
-    /// fallocate): reserves the blocks it may allocate, or, when they do
-    /// not all fit, those of the longest prefix that does (Q2: a write that
-    /// partly fits writes a prefix). `body` gets the length it may write.
+    /// A write of `length` bytes at `offset` (write, copy_file_range):
+    /// reserves the blocks it may allocate, or, when they do not all fit,
+    /// those of the longest prefix that does (Q2: a write that partly fits
+    /// writes a prefix). `body` gets the length it may write.
     public func write(_ fd: FileDescriptor, offset: off_t, length: Int, _ body: (Int) throws(Errno) -> Int) throws(Errno) -> Int {
         guard length > 0 else { return try body(length) }
-        let (allowed, reserved, key) = try withState { (state) throws(Errno) -> (Int, Int64, InodeKey) in
-            let status = try Self.stat(fd)
-            let (allowed, need) = writable(status, offset: Int64(offset), length: Int64(length), free: capacity - state.used - state.reserved)
-            guard allowed > 0 else { throw Errno.noSpace }
-            let key = InodeKey(status)
-            register(key, bytes: Self.bytes(status), in: &state)
-            state.reserved += need
-            return (allowed, need, key)
-        }
+        let (allowed, reserved, key) = try reserve(fd, offset: Int64(offset), length: Int64(length), whole: false)
         defer { end(reserved: reserved, tracking: [fd], keys: [key]) }
-        return try body(allowed)
+        return try body(Int(allowed))
     }
 
-    /// How much of a write fits, and the space to reserve for it (Q2).
-    func writable(_ status: stat, offset: Int64, length: Int64, free: Int64) -> (allowed: Int, need: Int64) {
-        let decision = DiskSpace.writable(size: Int64(status.st_size), allocated: Self.bytes(status), offset: offset,
-                                          length: length, free: free, blockSize: blockSize)
-        return (Int(decision.allowed), decision.reserve)
+    /// fallocate of a mode that allocates (`DiskSpace.fallocateMayAllocate`):
+    /// the blocks of its whole range reserved, or ENOSPC without running
+    /// `body`, as ext4 refuses the whole call.
+    public func allocate(_ fd: FileDescriptor, offset: off_t, length: off_t, _ body: () throws(Errno) -> Void) throws(Errno) {
+        guard length > 0 else { return try body() }
+        let (_, reserved, key) = try reserve(fd, offset: Int64(offset), length: Int64(length), whole: true)
+        defer { end(reserved: reserved, tracking: [fd], keys: [key]) }
+        try body()
+    }
+
+    /// Reserves what a write or an allocation of the range needs (all of
+    /// it when `whole`) and registers the file; returns the length allowed.
+    /// Refused: EFBIG when the range lies past the largest file the backing
+    /// file system allows (ext4 checks that before the free space), else
+    /// ENOSPC.
+    private func reserve(_ fd: FileDescriptor, offset: Int64, length: Int64,
+                         whole: Bool) throws(Errno) -> (allowed: Int64, reserved: Int64, key: InodeKey) {
+        let granted = try withState { (state) throws(Errno) -> (Int64, Int64, InodeKey)? in
+            let status = try Self.stat(fd)
+            let decision = DiskSpace.writable(size: Int64(status.st_size), allocated: Self.bytes(status), offset: offset,
+                                              length: length, free: capacity - state.used - state.reserved, blockSize: blockSize)
+            guard decision.allowed > 0, !whole || decision.allowed == length else { return nil }
+            let key = InodeKey(status)
+            register(key, bytes: Self.bytes(status), in: &state)
+            state.reserved += decision.reserve
+            return (decision.allowed, decision.reserve, key)
+        }
+        guard let granted else {
+            // A write fails with EFBIG when it starts at or past the
+            // largest file, a fallocate when its range ends past it.
+            let (end, overflows) = offset.addingReportingOverflow(whole ? length : 1)
+            throw overflows || Backing.isPastMaximumSize(fd, off_t(end)) ? Errno.fileTooLarge : Errno.noSpace
+        }
+        return granted
     }
 
     /// A file was created (create, mkdir, symlink, mknod): its own blocks.
@@ -209,6 +234,11 @@ public final class CapacityLedger: Sendable {
                     let now = Self.bytes(status)
                     if !state.freed.contains(key) { state.used += now - tracked.bytes }
                     tracked.bytes = now
+                    // It has a name (again): an O_TMPFILE file, or one
+                    // unlinked while open, that linkat(2) named. From now
+                    // on an ordinary file: its space stays at its last
+                    // close and its growth counts.
+                    if status.st_nlink > 0 { state.orphans.remove(key) }
                     // Its last name went: the space is free, or will be at
                     // its last close.
                     if status.st_nlink == 0, !state.freed.contains(key), !state.orphans.contains(key) {

@@ -3,7 +3,6 @@ import CLinux
 import Foundation
 import Glibc
 import SandboxPolicy
-import Spawning
 import SystemPackage
 
 /// A container's backing directory: what it must hold, laying it out, and
@@ -27,14 +26,17 @@ public struct Container: Sendable {
     }
 
     /// Creates the backing directory and whatever folders it lacks. With
-    /// `bundleFrom`, the bundle's contents are copied in (modes, times and
-    /// attributes kept); a bundle without Info.plist gets a minimal one.
+    /// `bundleFrom`, the bundle's contents are copied in as U1 says
+    /// (`BundleCopier`: what a bundle may hold, owned by the container's
+    /// owner); what was left out is returned. A bundle without Info.plist
+    /// gets a minimal one.
     ///
     /// The path to the backing directory's parent may go through links (the
     /// user named it); from there on everything is relative to descriptors
     /// and never follows a link, so whoever can write that parent cannot
     /// redirect the folders made here elsewhere (docs/security.md).
-    public func create(bundleFrom: String? = nil, withBundle: Bool = true) throws {
+    @discardableResult
+    public func create(bundleFrom: String? = nil, withBundle: Bool = true) throws -> DroppedPrivileges {
         // Check everything first, so that a refusal changes nothing.
         if let bundleFrom, !Self.isFolder(bundleFrom) {
             throw ContainerError("bundle \(bundleFrom): " + (Self.exists(bundleFrom) ? "not a folder" : "no such folder"))
@@ -51,14 +53,20 @@ public struct Container: Sendable {
         defer { close(parentFD) }
         let root = try Self.makeFolder((backing as NSString).lastPathComponent, in: parentFD, path: backing)
         defer { close(root) }
-        try Self.layOut(in: FileDescriptor(rawValue: root), path: backing, layout: layout, bundleFrom: bundleFrom, withBundle: withBundle)
+        return try Self.layOut(in: FileDescriptor(rawValue: root), path: backing, layout: layout, bundleFrom: bundleFrom,
+                               withBundle: withBundle)
     }
 
     /// Makes the container's folders (and, with `withBundle`, its bundle)
     /// inside the folder open as `root`, whose path `path` is only for
     /// messages: every step is relative to a descriptor and follows no link.
+    /// With `bundleFrom`, the bundle is copied in as U1 says, owned by
+    /// `bundleOwner` (default: the owner of `root`); returns what the copy
+    /// left out.
+    @discardableResult
     public static func layOut(in root: FileDescriptor, path: String, layout: ContainerLayout,
-                              bundleFrom: String? = nil, withBundle: Bool = true) throws {
+                              bundleFrom: String? = nil, bundleOwner: (uid: uid_t, gid: gid_t)? = nil,
+                              withBundle: Bool = true) throws -> DroppedPrivileges {
         let root = root.rawValue
         for folder in ContainerLayout.requiredFolders {
             var current = dup(root)
@@ -76,18 +84,27 @@ public struct Container: Sendable {
             }
             close(current)
         }
-        guard withBundle else { return }
+        guard withBundle else { return DroppedPrivileges() }
         let bundlePath = path + "/" + layout.bundleName
         let bundle = try makeFolder(layout.bundleName, in: root, path: bundlePath)
         defer { close(bundle) }
+        var leftOut = DroppedPrivileges()
         if let bundleFrom {
-            // cp reaches the bundle through the descriptor this process holds.
-            let destination = "/proc/\(getpid())/fd/\(bundle)/"
-            let status = runCommand("/bin/cp", ["-a", "--", bundleFrom + "/.", destination])
-            guard status == 0 else { throw ContainerError("bundle \(bundleFrom): copying it failed (cp exited with \(status))") }
+            // The one copier of bundles (U1), never `cp -a` as root.
+            let source = open(bundleFrom, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            guard source >= 0 else { throw ContainerError("bundle \(bundleFrom): \(String(cString: strerror(errno)))") }
+            defer { close(source) }
+            var rootStatus = stat()
+            guard fstat(root, &rootStatus) == 0 else { throw ContainerError("\(path): \(String(cString: strerror(errno)))") }
+            let owner = bundleOwner ?? (rootStatus.st_uid, rootStatus.st_gid)
+            var copier = BundleCopier(owner: owner.uid, group: owner.gid)
+            do { try copier.copyContents(of: source, into: bundle, path: bundleFrom) } catch {
+                throw ContainerError("bundle \(bundleFrom): copying it failed: \(error)")
+            }
+            leftOut = copier.leftOut
         }
         var status = stat()
-        guard fstatat(bundle, "Info.plist", &status, AT_SYMLINK_NOFOLLOW) != 0 else { return }
+        guard fstatat(bundle, "Info.plist", &status, AT_SYMLINK_NOFOLLOW) != 0 else { return leftOut }
         let plist = openat(bundle, "Info.plist", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard plist >= 0 else {
             throw ContainerError("\(bundlePath)/Info.plist: cannot be written: \(String(cString: strerror(errno)))")
@@ -97,6 +114,7 @@ public struct Container: Sendable {
         guard bytes.withUnsafeBytes({ write(plist, $0.baseAddress, $0.count) }) == bytes.count else {
             throw ContainerError("\(bundlePath)/Info.plist: cannot be written: \(String(cString: strerror(errno)))")
         }
+        return leftOut
     }
 
     /// mkdirat that accepts an existing folder, then opens it without
@@ -160,9 +178,4 @@ public struct Container: Sendable {
 public struct ContainerError: Error, CustomStringConvertible {
     public var description: String
     public init(_ description: String) { self.description = description }
-}
-
-/// Runs a program and returns its exit status.
-func runCommand(_ path: String, _ arguments: [String]) -> Int32 {
-    (try? ChildProcess.start([path] + arguments).wait().code) ?? 127
 }

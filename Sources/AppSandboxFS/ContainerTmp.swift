@@ -77,13 +77,18 @@ public final class ContainerTmp: Sendable {
         var locks: (root: LockFile, tmp: LockFile)?
         var identity = stat()
         if let lockFolder, fstat(folder, &identity) == 0 {
-            let name = "tmp-lock-\(identity.st_dev)-\(identity.st_ino)"
-            if let rootLock = LockFile(in: lockFolder.rawValue, name + ".root") {
-                if let tmpLock = LockFile(in: lockFolder.rawValue, name + ".tmp") { locks = (rootLock, tmpLock) }
+            if let rootLock = LockFile(in: lockFolder.rawValue, Self.lockFileName(identity, "root")) {
+                if let tmpLock = LockFile(in: lockFolder.rawValue, Self.lockFileName(identity, "tmp")) { locks = (rootLock, tmpLock) }
             }
         }
         root = locks?.root ?? LockFile(folder)
         tmpLock = locks?.tmp
+    }
+
+    /// The name of a lock file in the driver's folder: `kind` ("root" or
+    /// "tmp") of the container whose backing root is `identity`.
+    static func lockFileName(_ identity: stat, _ kind: String) -> String {
+        "tmp-lock-\(identity.st_dev)-\(identity.st_ino).\(kind)"
     }
 
     /// Whether the locks are files in the driver's own folder.

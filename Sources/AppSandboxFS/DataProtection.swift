@@ -67,11 +67,18 @@ public final class DataProtection: Sendable {
         public let description: String
     }
 
+    /// The longest grace `lock` gives (one day): the longest iOS offers
+    /// ("Require Passcode" after 4 hours) and then some. `lock --grace`
+    /// and the control socket refuse more; `lock(grace:)` cuts more down.
+    public static let longestGrace: Double = 86_400
+
     /// Locks the device. Class A stays usable for `grace` seconds (P6); a
     /// device already locked keeps its grace. Before the first unlock
-    /// there is nothing to lock (P7: `unlock` first).
+    /// there is nothing to lock (P7: `unlock` first). Any `grace` is
+    /// taken without trapping: NaN, negative or zero is no grace, more
+    /// than `longestGrace` (infinity included) is `longestGrace`.
     public func lock(grace: Double) throws(TransitionError) {
-        let graceEnd = grace > 0 ? Self.monotonicNanoseconds() + UInt64(grace * 1e9) : 0
+        let graceEnd = Self.graceEnd(after: Self.monotonicNanoseconds(), grace: grace)
         let desired = (graceEnd << 2) | Code.locked.rawValue
         var current = word.load(ordering: .acquiring)
         while true {
@@ -103,6 +110,16 @@ public final class DataProtection: Sendable {
         case .locked: .locked
         case .beforeFirstUnlock: .beforeFirstUnlock
         }
+    }
+
+    /// The monotonic time `grace` seconds after `now` (0: no grace), in
+    /// the 62 bits the state word has for it. Never traps, whatever
+    /// `grace` is (issue 25: `lock --grace 1e12` crashed the driver).
+    static func graceEnd(after now: UInt64, grace: Double) -> UInt64 {
+        guard grace > 0 else { return 0 }  // NaN too
+        let nanoseconds = UInt64(min(grace, longestGrace) * 1e9)
+        let (end, overflow) = now.addingReportingOverflow(nanoseconds)
+        return overflow || end >= 1 << 62 ? (1 << 62) - 1 : end
     }
 
     static func monotonicNanoseconds() -> UInt64 {

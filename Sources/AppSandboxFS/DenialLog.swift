@@ -149,6 +149,13 @@ final class DenialLog: Sendable {
     }
 }
 
+extension String {
+    /// The text as a denial line writes a path (`DenialLog.escaped`): no
+    /// control byte left, so that a name chosen by someone else can be
+    /// printed to a terminal (`appsandboxfs status`'s table).
+    public var escapedForTerminal: String { DenialLog.escaped(Array(utf8)) }
+}
+
 extension Substring {
     func trimmingPrefixSpaces() -> Substring { drop { $0 == " " || $0 == "\t" } }
 }

@@ -1,7 +1,7 @@
 import BackingStore
-import CLinux
 import FuseKit
 import Glibc
+import SandboxPolicy
 import SystemPackage
 
 // The hooks of `mount --capacity` (Q1-Q3): each changing handler passes its
@@ -40,24 +40,14 @@ extension SandboxFileSystem {
         return try capacity.write(fd, offset: offset, length: length, body)
     }
 
-    /// fallocate: allocating modes reserve their whole range (all or
-    /// nothing, as on ext4); punching and zeroing holes only measure.
+    /// fallocate: a mode that may allocate (plain, KEEP_SIZE, ZERO_RANGE,
+    /// UNSHARE_RANGE ...) reserves its whole range (all or nothing, as on
+    /// ext4); punching and collapsing, which free, and inserting a hole
+    /// only measure (`DiskSpace.fallocateMayAllocate`).
     @inline(__always)
     func chargedAllocate(_ fd: FileDescriptor, mode: Int32, offset: off_t, length: off_t, _ body: () throws(Errno) -> Void) throws(Errno) {
         guard let capacity else { return try body() }
-        let allocates = mode & ~Int32(asfs_FALLOC_FL_KEEP_SIZE) == 0
-        guard allocates else { return try capacity.change(reserving: 0, tracking: [fd], body) }
-        _ = try capacity.write(fd, offset: offset, length: Int(length)) { (allowed) throws(Errno) -> Int in
-            guard allowed == Int(length) else { throw Errno.noSpace }
-            try body()
-            return allowed
-        }
-    }
-
-    /// A file, folder or link was just made: count its own blocks.
-    @inline(__always)
-    func chargeAdded(_ node: Node) {
-        guard let capacity else { return }
-        try? node.withFD { (fd) throws(Errno) in capacity.added(fd) }
+        guard DiskSpace.fallocateMayAllocate(mode: mode) else { return try capacity.change(reserving: 0, tracking: [fd], body) }
+        try capacity.allocate(fd, offset: offset, length: length, body)
     }
 }

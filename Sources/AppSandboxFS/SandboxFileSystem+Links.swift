@@ -1,6 +1,7 @@
 import BackingStore
 import FuseKit
 import Glibc
+import MountInfo
 import SystemPackage
 import SandboxPolicy
 
@@ -10,10 +11,32 @@ extension SandboxFileSystem {
     /// `.allow` when `target`, held by a link in `folder`, stays inside the
     /// container; else `denial`.
     func escapeVerdict(target: [UInt8], inFolder folder: Node, denial: Verdict) -> Verdict {
-        let inside = EscapeCheck.resolveInside(target: target, linkFolder: nodes.components(of: folder),
+        guard let inside = EscapeCheck.resolve(target: target, linkFolder: nodes.components(of: folder),
                                                mountpoint: configuration.mountpoint,
-                                               readLink: { linkTarget(at: $0) })
-        return inside == nil ? denial : .allow
+                                               readLink: { linkTarget(at: $0) }) else { return denial }
+        return inside.throughMountpointPath && !mountpointPathLeadsHere() ? denial : .allow
+    }
+
+    /// Whether the mountpoint's path, as text, still leads to this mount:
+    /// the mount table lists this mount (the device it had when it was
+    /// made) at exactly that path, and no mount listed after it covers the
+    /// path or a folder above it. An absolute target is judged by that
+    /// text (E1), and whoever can rename a folder above the mountpoint, or
+    /// re-point a link in its path, could otherwise lead such targets
+    /// anywhere. The table gives the kernel's own path of the mount, which
+    /// holds no link: a mountpoint named through a link (which `mount`
+    /// resolves) fails here. Read from the table, not by walking the path:
+    /// a walk through someone else's FUSE mount above could hang this
+    /// thread. A rename between this answer and the kernel's walk of the
+    /// target is not covered (docs/security.md, issue 25).
+    func mountpointPathLeadsHere() -> Bool {
+        guard let device = mountedDevice.withLock({ $0 }) else { return false }
+        let mountpoint = configuration.mountpoint
+        let entries = MountTable.entries()
+        guard let index = entries.firstIndex(where: { $0.device == device && $0.mountpoint == mountpoint }) else { return false }
+        return !entries[(index + 1)...].contains { entry in
+            mountpoint == entry.mountpoint || mountpoint.hasPrefix(entry.mountpoint == "/" ? "/" : entry.mountpoint + "/")
+        }
     }
 
     /// The target of the symbolic link at a container path, or nil when

@@ -9,33 +9,56 @@ import SystemPackage
 // `guarded` (decide, log a denial, change) and keeps the name tree as the
 // kernel will keep its entries.
 extension SandboxFileSystem {
-    /// Creates with `make`, gives the new file to the caller, looks it up.
-    /// If the file cannot be given to the caller it is removed again: a
-    /// file owned by root with the caller's mode must not stay behind.
-    private func makeEntry(_ request: Request, parent: Node, name: UnsafePointer<CChar>, mode: mode_t = 0,
+    /// Makes an entry with `make` (mkdirat, mknodat or symlinkat, each of
+    /// which fails with EEXIST when the name is taken, so nothing that
+    /// someone else put there is touched), opens what it made (O_PATH, not
+    /// followed) and gives it to the caller through that descriptor, never
+    /// by name: the name may hold another file by then. The name must hold
+    /// an entry that looks just made (of `kind`, the driver's own, and not
+    /// a folder: one link), else EEXIST and the entry is left alone. If the
+    /// entry cannot be given to the caller it is removed again, if the name
+    /// still holds it: a file owned by root with the caller's mode must not
+    /// stay behind.
+    private func makeEntry(_ request: Request, parent: Node, name: UnsafePointer<CChar>, kind: mode_t, mode: mode_t = 0,
                            _ make: () throws(Errno) -> Void) throws(Errno) -> Entry {
-        try parent.withFD { (folder) throws(Errno) in try charged(reserving: newEntrySpace, [folder], make) }
-        let chowned: Bool
-        do throws(Errno) { chowned = try giveToCaller(request, in: parent, name) } catch {
-            removeAfterFailure(parent, name)
+        let fd = try parent.withFD { (folder) throws(Errno) -> FileDescriptor in
+            try charged(reserving: newEntrySpace, [folder], make)
+            return try Backing.openPath(in: folder, name)
+        }
+        var attributes: stat
+        do throws(Errno) {
+            attributes = try Backing.stat(fd)
+            guard attributes.st_mode & S_IFMT == kind, attributes.st_uid == driverUID,
+                  kind == S_IFDIR || attributes.st_nlink == 1 else { throw .fileExists }
+            do throws(Errno) {
+                if try giveToCaller(request, fd, folder: parent) {
+                    attributes = try Backing.stat(fd)
+                    if Self.lostSetIDBits(requested: mode, now: attributes) {
+                        try Backing.chmod(fd, mode: mode & 0o7777)
+                        attributes = try Backing.stat(fd)
+                    }
+                }
+            } catch {
+                removeAfterFailure(parent, name, made: attributes)
+                throw error
+            }
+        } catch {
+            Backing.close(fd)
             throw error
         }
-        var (node, attributes) = try lookupChild(parent, name)
-        chargeAdded(node)
-        inheritClass(node, from: parent, kind: attributes.st_mode & S_IFMT)
-        if chowned && Self.lostSetIDBits(requested: mode, now: attributes) {
-            attributes = try node.withFD { (fd) throws(Errno) in
-                try Backing.chmod(fd, mode: mode & 0o7777)
-                return try Backing.stat(fd)
-            }
-        }
+        capacity?.added(fd)
+        let node = nodes.remember(fd: fd, stat: attributes, parent: parent, name: NodeName(name))
+        inheritClass(node, from: parent, kind: kind)
         return entry(for: node, stat: attributes)
     }
 
-    /// Removes an entry the driver just made for a request that fails.
-    private func removeAfterFailure(_ parent: Node, _ name: UnsafePointer<CChar>) {
+    /// Removes an entry the driver just made for a request that fails, if
+    /// the name still holds it (`made`): never what someone else put there.
+    private func removeAfterFailure(_ parent: Node, _ name: UnsafePointer<CChar>, made: stat) {
         _ = try? parent.withFD { (folder) throws(Errno) in
-            if (try? Backing.rmdir(in: folder, name)) == nil { try Backing.unlink(in: folder, name) }
+            let now = try Backing.stat(in: folder, name)
+            guard InodeKey(now) == InodeKey(made) else { return }
+            if now.st_mode & S_IFMT == S_IFDIR { try Backing.rmdir(in: folder, name) } else { try Backing.unlink(in: folder, name) }
         }
     }
 
@@ -62,7 +85,8 @@ extension SandboxFileSystem {
         let parent = nodes.node(id)
         send(guarded(.create(in: zone(of: parent)), request, at: .child(parent, name.cString)) { () throws(Errno) in
             if mode & S_IFMT == S_IFREG { _ = try createProtection(request, parent: parent, name: name.cString) }
-            return try makeEntry(request, parent: parent, name: name.cString, mode: mode) { () throws(Errno) in
+            let kind = mode & S_IFMT == 0 ? S_IFREG : mode & S_IFMT
+            return try makeEntry(request, parent: parent, name: name.cString, kind: kind, mode: mode) { () throws(Errno) in
                 try parent.withFD { (folder) throws(Errno) in try Backing.mknod(in: folder, name.cString, mode: mode, device: device) }
             }
         }, reply)
@@ -71,7 +95,7 @@ extension SandboxFileSystem {
     public func mkdir(_ request: Request, parent id: NodeID, name: FileName, mode: mode_t, reply: consuming ReplyEntry) {
         let parent = nodes.node(id)
         send(guarded(.makeDirectory(in: zone(of: parent)), request, at: .child(parent, name.cString)) { () throws(Errno) in
-            try makeEntry(request, parent: parent, name: name.cString) { () throws(Errno) in
+            try makeEntry(request, parent: parent, name: name.cString, kind: S_IFDIR) { () throws(Errno) in
                 try parent.withFD { (folder) throws(Errno) in try Backing.mkdir(in: folder, name.cString, mode: mode) }
             }
         }, reply)
@@ -87,7 +111,7 @@ extension SandboxFileSystem {
             verdict = escapeVerdict(target: nameBytes(target.cString), inFolder: parent, denial: EscapeCheck.escapingSymlinkDenial)
         }
         send(guarded(verdict, request, at: place) { () throws(Errno) in
-            try makeEntry(request, parent: parent, name: name.cString) { () throws(Errno) in
+            try makeEntry(request, parent: parent, name: name.cString, kind: S_IFLNK) { () throws(Errno) in
                 try parent.withFD { (folder) throws(Errno) in try Backing.symlink(target.cString, in: folder, name.cString) }
             }
         }, reply)
@@ -100,7 +124,11 @@ extension SandboxFileSystem {
                      at: .child(parent, newName.cString)) { () throws(Errno) in
             try node.withFD { (fd) throws(Errno) in
                 try parent.withFD { (folder) throws(Errno) in
-                    try charged(reserving: newEntrySpace, [folder]) { () throws(Errno) in try Backing.link(fd, in: folder, newName.cString) }
+                    // The file too: an O_TMPFILE file linked here is an
+                    // ordinary file from now on (Q1, Q2).
+                    try charged(reserving: newEntrySpace, [folder, fd]) { () throws(Errno) in
+                        try Backing.link(fd, in: folder, newName.cString)
+                    }
                 }
             }
             let (linked, attributes) = try lookupChild(parent, newName.cString)
@@ -108,6 +136,10 @@ extension SandboxFileSystem {
         }, reply)
     }
 
+    /// The file is made with O_EXCL in the backing folder and given to the
+    /// caller through its descriptor. A name that exists there all the
+    /// same (put there behind the driver's back after the kernel looked it
+    /// up) is not this create's to take (`exclusiveCreate`).
     public func create(_ request: Request, parent id: NodeID, name: FileName, mode: mode_t, flags: OpenFlags,
                        reply: consuming ReplyCreate) {
         let parent = nodes.node(id)
@@ -115,20 +147,20 @@ extension SandboxFileSystem {
             let protection = try createProtection(request, parent: parent, name: name.cString)
             let fd = try parent.withFD { (folder) throws(Errno) in
                 try charged(reserving: newEntrySpace, [folder]) { () throws(Errno) in
-                    try Backing.create(in: folder, name.cString, flags: flags.rawValue, mode: mode)
+                    try Self.exclusiveCreate(in: folder, name.cString, flags: flags, mode: mode)
                 }
             }
             recordCreationClass(protection, on: fd)
             do throws(Errno) {
                 let chowned: Bool
-                do throws(Errno) { chowned = try giveToCaller(request, in: parent, name.cString) } catch {
-                    removeAfterFailure(parent, name.cString)
+                do throws(Errno) { chowned = try giveToCaller(request, fd, folder: parent) } catch {
+                    if let made = try? Backing.stat(fd) { removeAfterFailure(parent, name.cString, made: made) }
                     throw error
                 }
                 var (node, attributes) = try createdChild(parent, name.cString, open: fd)
                 if chowned && Self.lostSetIDBits(requested: mode, now: attributes) {
                     _ = try check { fchmod(fd.rawValue, mode & 0o7777) }
-                    attributes = try node.withFD { (fd) throws(Errno) in try Backing.stat(fd) }
+                    attributes = try Backing.stat(fd)
                 }
                 return (entry(for: node, stat: attributes), fd, protection)
             } catch {
@@ -137,6 +169,24 @@ extension SandboxFileSystem {
             }
         }
         answerCreated(made, request, flags: flags, reply)
+    }
+
+    /// Creates the file with O_EXCL. When the name exists in the backing
+    /// folder, the caller who asked for O_EXCL gets EEXIST; one who did not
+    /// asked to open whatever is there, which is for an open to judge:
+    /// ESTALE makes the kernel (do_filp_open) walk the path again with
+    /// fresh lookups (LOOKUP_REVAL), find the file and open it as any
+    /// other open, so the file's own mode and owner are checked against
+    /// the caller, its own zone's rules and its own class (P6, P7) apply,
+    /// and nothing changes its owner.
+    static func exclusiveCreate(in folder: FileDescriptor, _ name: UnsafePointer<CChar>, flags: OpenFlags,
+                                mode: mode_t) throws(Errno) -> FileDescriptor {
+        do {
+            return try Backing.create(in: folder, name, flags: flags.rawValue, mode: mode)
+        } catch {
+            if error == .fileExists && flags.rawValue & O_EXCL == 0 { throw .staleNFSFileHandle }
+            throw error
+        }
     }
 
     /// Answers a create or a tmpfile: the new file's entry and its open handle.

@@ -174,6 +174,13 @@ extension SandboxFileSystem {
         guard let protection = ProtectionClass(attributeValue: value) else { throw .invalidArgument }
         try refuseIfClassIsFixed(request, node)
         if let denied = protectionDenial(.setClass, protectionClass(of: node), request, at: .node(node)) { throw denied }
+        // F1: a file with no name yet (O_TMPFILE, no link) given a class is
+        // a file being created in that class (how the Foundation bridge
+        // creates one, docs/foundation.md): the create is judged in the new
+        // class (P6, P7), so a class A file made while locked fails before
+        // it has a name, and leaves no entry.
+        if !node.isDirectory, try node.withFD({ (fd) throws(Errno) in try Backing.stat(fd).st_nlink }) == 0,
+           let denied = protectionDenial(.create, protection, request, at: .node(node)) { throw denied }
         // Writers one at a time, so that the remembered class is the one
         // written last.
         try classWriters.withLock { _ throws(Errno) in

@@ -3,6 +3,7 @@ import CLinux
 import FuseKit
 import Glibc
 import Locking
+import MountInfo
 import Logging
 import SandboxPolicy
 import SystemPackage
@@ -31,11 +32,17 @@ public final class SandboxFileSystem: FileSystemOperations {
     /// at mount: the driver empties it before mounting and after its
     /// session ends.
     public let tmp: ContainerTmp
+    /// Who owns what the driver makes before it gives it to the caller.
+    let driverUID = geteuid()
     /// The session, for telling the kernel to drop cached entries. Held
     /// weakly: the session holds this file system strongly, and a strong
     /// reference back would keep both alive, so that the session's deinit
     /// (fuse_session_destroy) would never run.
     let session = Locked(WeakSession())
+    /// The mount's device ("major:minor", as the mount table lists it),
+    /// noted once mounted: where the mountpoint's path must still lead for
+    /// an absolute link target to count as inside (E1, E2).
+    let mountedDevice = Locked<String?>(nil)
 
     /// Nodes, the descriptor cache and tmp close their own descriptors; the
     /// bundle's root (only ever opened from) is the file system's.
@@ -81,6 +88,10 @@ public final class SandboxFileSystem: FileSystemOperations {
     /// Gives the file system its session, once mounted.
     public func attach(_ session: FuseSession) {
         self.session.withLock { $0.value = session }
+        // From the table, not stat(2): nothing is served yet, and a stat
+        // would wait for this very driver.
+        let device = MountTable.entry(at: configuration.mountpoint)?.device
+        mountedDevice.withLock { $0 = device }
     }
 
     // MARK: Connection
@@ -175,30 +186,22 @@ public final class SandboxFileSystem: FileSystemOperations {
     func createdChild(_ parent: Node, _ name: UnsafePointer<CChar>, open: FileDescriptor) throws(Errno) -> (Node, stat) {
         let attributes = try Backing.stat(open)
         guard let node = nodes.rememberCreated(open: open, stat: attributes, parent: parent, name: NodeName(name)) else {
-            return try lookupChild(parent, name)
+            // No handle: an O_PATH descriptor of its own, opened through
+            // `open`, not by name (which may hold another file by now).
+            let fd = try Backing.reopen(open, flags: Int32(asfs_O_PATH))
+            return (nodes.remember(fd: fd, stat: attributes, parent: parent, name: NodeName(name)), attributes)
         }
         return (node, attributes)
     }
 
-    /// Gives a file the driver just created (as root) to the caller, as the
-    /// kernel would have: the caller's uid, and its gid unless the folder is
-    /// set-group-ID (then the folder's group, which the backing store set).
-    /// Returns whether it changed the owner.
-    @discardableResult
-    func giveToCaller(_ request: Request, in parent: Node, _ name: UnsafePointer<CChar>) throws(Errno) -> Bool {
-        try giveToCaller(request, madeIn: parent) { (uid, gid) throws(Errno) in
-            try parent.withFD { (folder) throws(Errno) in try Backing.chown(in: folder, name, uid: uid, gid: gid) }
-        }
-    }
-
-    /// The same for a file with no name (O_TMPFILE), through its descriptor.
+    /// Gives a file the driver just created (as root) in `parent` to the
+    /// caller, as the kernel would have: the caller's uid, and its gid
+    /// unless the folder is set-group-ID (then the folder's group, which
+    /// the backing store set). Through the descriptor of what the driver
+    /// made (an O_PATH one for a folder, a link or a device), never by
+    /// name. Returns whether it changed the owner.
     @discardableResult
     func giveToCaller(_ request: Request, _ fd: FileDescriptor, folder parent: Node) throws(Errno) -> Bool {
-        try giveToCaller(request, madeIn: parent) { (uid, gid) throws(Errno) in try Backing.chown(fd, uid: uid, gid: gid) }
-    }
-
-    private func giveToCaller(_ request: Request, madeIn parent: Node,
-                              _ change: (uid_t, gid_t) throws(Errno) -> Void) throws(Errno) -> Bool {
         let caller = request.caller
         // The driver's own identity is root's: nothing to change.
         if caller.uid == 0 && caller.gid == 0 { return false }
@@ -206,7 +209,7 @@ public final class SandboxFileSystem: FileSystemOperations {
         let inheritsGroup = parentStat.st_mode & S_ISGID != 0
         let gid = inheritsGroup ? gid_t.max : caller.gid
         if caller.uid == 0 && (inheritsGroup || caller.gid == 0) { return false }
-        try change(caller.uid, gid)
+        try Backing.chown(fd, uid: caller.uid, gid: gid)
         return true
     }
 

@@ -2,6 +2,7 @@ import ContainerFiles
 import Foundation
 import Locking
 #if os(Linux)
+internal import FoundationBridge
 import MountInfo
 import Spawning
 #endif
@@ -353,6 +354,12 @@ public final class MountedContainer: Sendable {
         guard isSupported else {
             throw FixtureError("AppSandboxTesting mounts containers only on Linux with /dev/fuse (FUSE); skip this test elsewhere: @Test(.enabled(if: MountedContainer.isSupported))")
         }
+        #if os(Linux)
+        // F1: the code under test's own Foundation calls for the backup
+        // mark and the protection class act on the container (once per
+        // process; when it cannot, one line on standard error says so, F2).
+        FoundationBridge.install()
+        #endif
         if options.inProcess {
             if options.capacity != nil || !options.extraArguments.isEmpty {
                 throw FixtureError("Options.inProcess: capacity and extraArguments are options of the appsandboxfs program; mount without inProcess to use them")

@@ -76,9 +76,11 @@ public enum Backing {
         return try FileDescriptor(rawValue: ProcPath.with(fd) { (path) throws(Errno) in try check { open(path, cleaned) } })
     }
 
-    /// Creates and opens a regular file `name` in `folder`.
+    /// Creates and opens a new regular file `name` in `folder`; EEXIST when
+    /// the name is taken, whatever the caller's flags: the driver never
+    /// opens, as a create, a file that someone else put there.
     public static func create(in folder: FileDescriptor, _ name: UnsafePointer<CChar>, flags: Int32, mode: mode_t) throws(Errno) -> FileDescriptor {
-        try FileDescriptor(rawValue: check { openat(folder.rawValue, name, (flags | O_CREAT | O_NOFOLLOW | O_CLOEXEC) & ~O_NOCTTY, mode) })
+        try FileDescriptor(rawValue: check { openat(folder.rawValue, name, (flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC) & ~O_NOCTTY, mode) })
     }
 
     /// Opens a new regular file with no name in `folder` (O_TMPFILE), which
@@ -150,13 +152,11 @@ public enum Backing {
         try ProcPath.with(fd) { (path) throws(Errno) in _ = try check { Glibc.chmod(path, mode) } }
     }
 
-    /// chown without following; -1 leaves a part as it is.
+    /// chown of the file a descriptor holds (an O_PATH one of a symbolic
+    /// link included: the link itself); -1 leaves a part as it is. There is
+    /// no chown by name: a name may hold another file by the time it runs.
     public static func chown(_ fd: FileDescriptor, uid: uid_t, gid: gid_t) throws(Errno) {
         _ = try check { fchownat(fd.rawValue, "", uid, gid, Int32(asfs_AT_EMPTY_PATH) | AT_SYMLINK_NOFOLLOW) }
-    }
-
-    public static func chown(in folder: FileDescriptor, _ name: UnsafePointer<CChar>, uid: uid_t, gid: gid_t) throws(Errno) {
-        _ = try check { fchownat(folder.rawValue, name, uid, gid, AT_SYMLINK_NOFOLLOW) }
     }
 
     public static func truncate(_ fd: FileDescriptor, size: off_t) throws(Errno) {
@@ -222,6 +222,18 @@ public enum Backing {
 
     public static func lseek(_ fd: FileDescriptor, offset: off_t, whence: Int32) throws(Errno) -> off_t {
         try check { Glibc.lseek(fd.rawValue, offset, whence) }
+    }
+
+    /// Whether `offset` lies past the largest file the descriptor's file
+    /// system allows (its s_maxbytes: 16 TiB on ext4 with 4 KiB blocks),
+    /// which lseek(2) refuses as a position (EINVAL). Puts the position
+    /// back; nothing of the driver reads or writes at it.
+    public static func isPastMaximumSize(_ fd: FileDescriptor, _ offset: off_t) -> Bool {
+        let position = Glibc.lseek(fd.rawValue, 0, SEEK_CUR)
+        guard position >= 0 else { return false }
+        let refused = Glibc.lseek(fd.rawValue, offset, SEEK_SET) < 0 && errno == EINVAL
+        _ = Glibc.lseek(fd.rawValue, position, SEEK_SET)
+        return refused
     }
 
     public static func fsync(_ fd: FileDescriptor, dataOnly: Bool) throws(Errno) {

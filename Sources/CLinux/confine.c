@@ -194,65 +194,146 @@ static int is_inside(const char *path, const char *folder) {
     return path[length] == '\0' || path[length] == '/' || (length == 1 && folder[0] == '/');
 }
 
-/// From one line of mountinfo: the mount point (field 5, octal escapes
-/// undone) into `mount_point` when the file system type (after " - ") is
-/// `type`. 0 when it is another type or the line is not understood.
-static int mount_point_of_type(const char *line, const char *type, char *mount_point, size_t size) {
-    const char *field = line;
-    for (int skip = 0; skip < 4; skip++) {
-        field = strchr(field, ' ');
-        if (!field) return 0;
-        field++;
-    }
-    const char *separator = strstr(field, " - ");
-    if (!separator) return 0;
-    size_t type_length = strlen(type);
-    if (strncmp(separator + 3, type, type_length) != 0 || separator[3 + type_length] != ' ') return 0;
-    size_t used = 0;
-    for (const char *c = field; *c && *c != ' '; c++) {
-        char byte = *c;
-        if (byte == '\\' && c[1] >= '0' && c[1] <= '7' && c[2] >= '0' && c[2] <= '7' && c[3] >= '0' && c[3] <= '7') {
-            byte = (char)((c[1] - '0') * 64 + (c[2] - '0') * 8 + (c[3] - '0'));
-            c += 3;
-        }
-        if (used + 1 >= size) return 0;
-        mount_point[used++] = byte;
-    }
-    mount_point[used] = '\0';
-    return used > 0;
+/// What the reader of mountinfo keeps of the line it is in: no line is held
+/// whole (a line has no length limit: a mountpoint under folders renamed to
+/// long names, a long source or option string), only the mount point
+/// (field 5, octal escapes undone, at most PATH_MAX - 1 bytes) and whether
+/// the file system type (the field after "-") is the one looked for.
+struct mountinfo_line {
+    int field;          // the field being read, from 0
+    size_t length;      // bytes of that field so far
+    int first_is_dash;  // the field so far is "-"
+    int type_field;     // the type's field, once "-" was seen; else -1
+    int type_matches;   // the type so far matches
+    int escape;         // octal digits of a \ooo escape read so far, or -1
+    int escape_value;
+    size_t mount_point_length;
+    int mount_point_too_long;
+    char mount_point[PATH_MAX];
+};
+
+static void mountinfo_line_start(struct mountinfo_line *line) {
+    line->field = 0;
+    line->length = 0;
+    line->first_is_dash = 0;
+    line->type_field = -1;
+    line->type_matches = 1;
+    line->escape = -1;
+    line->escape_value = 0;
+    line->mount_point_length = 0;
+    line->mount_point_too_long = 0;
 }
 
-/// One pass over this namespace's mountinfo: detaches every appsandboxfs
-/// mount but the container's own. Returns how many it detached, or -1 when
-/// one could not be.
-static int detach_other_containers_once(const struct asfs_confinement *plan, int report_fd) {
-    int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) fail(report_fd, 1, "open", "/proc/self/mountinfo");
-    char chunk[4096], line[16384], mount_point[PATH_MAX];
-    size_t line_length = 0;
-    int overlong = 0, detached = 0;
+static void mount_point_append(struct mountinfo_line *line, char byte) {
+    if (line->mount_point_length + 1 >= sizeof line->mount_point) line->mount_point_too_long = 1;
+    else line->mount_point[line->mount_point_length++] = byte;
+}
+
+/// Takes one byte of a line (not its newline).
+static void mountinfo_line_take(struct mountinfo_line *line, char byte, const char *type) {
+    if (byte == ' ') {
+        if (line->field >= 6 && line->type_field < 0 && line->length == 1 && line->first_is_dash)
+            line->type_field = line->field + 1;
+        else if (line->field == line->type_field && type[line->length] != '\0')
+            line->type_matches = 0;
+        line->field++;
+        line->length = 0;
+        return;
+    }
+    if (line->length == 0) line->first_is_dash = byte == '-';
+    if (line->field == 4) {
+        // mountinfo writes space, tab, newline and backslash as \ooo,
+        // always three digits.
+        if (line->escape < 0 && byte == '\\') {
+            line->escape = 0;
+            line->escape_value = 0;
+        } else if (line->escape >= 0 && byte >= '0' && byte <= '7') {
+            line->escape_value = line->escape_value * 8 + (byte - '0');
+            if (++line->escape == 3) {
+                mount_point_append(line, (char)line->escape_value);
+                line->escape = -1;
+            }
+        } else {
+            line->escape = -1;
+            mount_point_append(line, byte);
+        }
+    } else if (line->field == line->type_field) {
+        if (line->length >= strlen(type) || type[line->length] != byte) line->type_matches = 0;
+    }
+    line->length++;
+}
+
+/// At the line's end: whether it is a mount of `type`.
+static int mountinfo_line_is(struct mountinfo_line *line, const char *type) {
+    if (line->field == line->type_field && type[line->length] != '\0') line->type_matches = 0;
+    return line->type_field >= 0 && line->field >= line->type_field && line->type_matches && line->mount_point_length > 0;
+}
+
+/// Calls `found` with the mount point of every mount of `type` that `fd`
+/// (mountinfo) lists, in order. -1 when reading failed, a mount point of
+/// that type was longer than PATH_MAX (ENAMETOOLONG), or `found` returned
+/// non-zero.
+static int mountinfo_each(int fd, const char *type, int (*found)(const char *mount_point, void *context), void *context) {
+    struct mountinfo_line line;
+    char chunk[4096];
+    mountinfo_line_start(&line);
     for (;;) {
         ssize_t count = read(fd, chunk, sizeof chunk);
         if (count < 0 && errno == EINTR) continue;
-        if (count <= 0) break;
+        if (count < 0) return -1;
+        if (count == 0) break;
         for (ssize_t i = 0; i < count; i++) {
             if (chunk[i] != '\n') {
-                if (line_length + 1 < sizeof line) line[line_length++] = chunk[i];
-                else overlong = 1;
+                mountinfo_line_take(&line, chunk[i], type);
                 continue;
             }
-            line[line_length] = '\0';
-            if (!overlong && mount_point_of_type(line, "fuse.appsandboxfs", mount_point, sizeof mount_point)
-                && !is_inside(mount_point, plan->mountpoint)) {
-                if (umount2(mount_point, MNT_DETACH) == 0) detached++;
-                else if (errno != EINVAL && errno != ENOENT) fail(report_fd, 1, "umount", mount_point);
+            if (mountinfo_line_is(&line, type)) {
+                if (line.mount_point_too_long) {
+                    errno = ENAMETOOLONG;
+                    return -1;
+                }
+                line.mount_point[line.mount_point_length] = '\0';
+                if (found(line.mount_point, context) != 0) return -1;
             }
-            line_length = 0;
-            overlong = 0;
+            mountinfo_line_start(&line);
         }
     }
+    return 0;
+}
+
+/// What a pass of detach_other_containers_once needs in its callback.
+struct detach_pass {
+    const struct asfs_confinement *plan;
+    int detached;
+    const char *failed;  // the mount point that could not be unmounted
+};
+
+static int detach_if_other(const char *mount_point, void *context) {
+    struct detach_pass *pass = context;
+    if (is_inside(mount_point, pass->plan->mountpoint)) return 0;
+    if (umount2(mount_point, MNT_DETACH) == 0) pass->detached++;
+    else if (errno != EINVAL && errno != ENOENT) {
+        pass->failed = mount_point;
+        return -1;
+    }
+    return 0;
+}
+
+/// One pass over this namespace's mountinfo: detaches every appsandboxfs
+/// mount but the container's own. Returns how many it detached; ends the
+/// child when one could not be, or when a line could not be read whole
+/// (a container's mount point longer than PATH_MAX: it could not be
+/// unmounted by its path). No line is skipped, whatever its length.
+static int detach_other_containers_once(const struct asfs_confinement *plan, int report_fd) {
+    int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail(report_fd, 1, "open", "/proc/self/mountinfo");
+    struct detach_pass pass = {plan, 0, NULL};
+    if (mountinfo_each(fd, "fuse.appsandboxfs", detach_if_other, &pass) != 0) {
+        if (pass.failed) fail(report_fd, 1, "umount", pass.failed);
+        fail(report_fd, 1, "read a container's line of", "/proc/self/mountinfo");
+    }
     close(fd);
-    return detached;
+    return pass.detached;
 }
 
 /// The parent planned which containers to detach from the mount table as

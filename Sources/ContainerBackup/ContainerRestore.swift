@@ -71,7 +71,9 @@ public enum ContainerRestore {
     /// - `privileges`: `.drop(owner:group:)` for the container's owner, or
     ///   `.preserve`; nil takes the owner of the container being replaced,
     ///   else (a new container) the restoring user.
-    /// - `layOut`: lays out a container in the folder whose descriptor it gets.
+    /// - `layOut`: lays out a container in the folder whose descriptor it
+    ///   gets; a bundle it copies in belongs to the owner it is given (the
+    ///   container's, as `privileges` has it: U1).
     /// - `beforePlacing`: for tests, called after the container is built and
     ///   before it is moved into place, with the staging folder's path: the
     ///   moment a swap of the staging folder or the target would redirect a
@@ -79,7 +81,7 @@ public enum ContainerRestore {
     public static func restore(_ input: FileDescriptor, opening: TarArchive.Opening, expected: Int64?,
                                into target: String, layout: ContainerLayout, mode: Mode,
                                privileges: ArchivePrivileges? = nil,
-                               layOut: (_ root: FileDescriptor, _ path: String) throws -> Void,
+                               layOut: (_ root: FileDescriptor, _ path: String, _ owner: (uid: uid_t, gid: gid_t)) throws -> Void,
                                progress: (TarArchive.Progress) -> Void = { _ in },
                                beforePlacing: (String) -> Void = { _ in }) throws(Failure) -> Outcome {
         let (parentPath, name) = split(target)
@@ -99,7 +101,10 @@ public enum ContainerRestore {
         let staging = try Staging(in: parent, parentPath: parentPath, beside: name)
         do throws(Failure) {
             let root = staging.container
-            do { try layOut(root.fd, staging.path) } catch {
+            let rule = privileges ?? .drop(owner: old?.status.st_uid ?? geteuid(), group: old?.status.st_gid ?? getegid())
+            var owner = (uid: old?.status.st_uid ?? geteuid(), gid: old?.status.st_gid ?? getegid())
+            if case .drop(let uid, let gid) = rule { owner = (uid, gid) }
+            do { try layOut(root.fd, staging.path, owner) } catch {
                 throw Failure("cannot lay out the container: \(error)")
             }
             do {
@@ -110,7 +115,6 @@ public enum ContainerRestore {
                 throw Failure(error.description)
             }
             var dropped = DroppedPrivileges()
-            let rule = privileges ?? .drop(owner: old?.status.st_uid ?? geteuid(), group: old?.status.st_gid ?? getegid())
             if case .drop(let owner, let group) = rule {
                 do { dropped = try UntrustedArchive.drop(in: root, owner: owner, group: group) } catch {
                     throw Failure("\(staging.path): cannot take the archive's privileges out: \(error)")

@@ -16,41 +16,6 @@ public enum ArchivePrivileges: Sendable {
     case preserve
 }
 
-/// The privileges a restore left out, by kind, with the paths (below the
-/// container root) where they were.
-public struct DroppedPrivileges: Sendable, Equatable {
-    public enum Kind: String, Sendable, CaseIterable, Comparable {
-        case setID = "set-user-ID or set-group-ID bits"
-        case capabilities = "file capabilities (security.capability)"
-        case securityAttributes = "other security.* attributes"
-        case trustedAttributes = "trusted.* attributes"
-        case systemAttributes = "system.* attributes (ACLs)"
-        case deviceNodes = "device nodes"
-        case fifos = "FIFOs"
-        case sockets = "sockets"
-        case foreignOwners = "owners other than the container's"
-
-        public static func < (a: Kind, b: Kind) -> Bool {
-            allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)!
-        }
-    }
-
-    public private(set) var paths: [Kind: [String]] = [:]
-
-    public var isEmpty: Bool { paths.isEmpty }
-
-    mutating func add(_ kind: Kind, _ path: String) { paths[kind, default: []].append(path) }
-
-    /// One line per kind: "2 device nodes: Documents/null, Documents/zero".
-    public var lines: [String] {
-        paths.keys.sorted().map { kind in
-            let where_ = paths[kind]!
-            let shown = where_.prefix(5).joined(separator: ", ") + (where_.count > 5 ? ", ..." : "")
-            return "\(where_.count) \(kind.rawValue): \(shown)"
-        }
-    }
-}
-
 /// Takes out of a restored tree what `ArchivePrivileges.drop` leaves out.
 ///
 /// The walk goes through descriptors from the staging folder down, one name
@@ -101,19 +66,9 @@ enum UntrustedArchive {
         let rawTarget = Array("/proc/self/fd/\(folder)/".utf8) + name
         for attribute in try attributes(rawTarget) {
             // Only user.* attributes (the backup flags and the app's own,
-            // XattrNames) belong in a container.
-            let kind: DroppedPrivileges.Kind
-            if attribute == Array("security.capability".utf8) {
-                kind = .capabilities
-            } else if attribute.starts(with: "security.".utf8) {
-                kind = .securityAttributes
-            } else if attribute.starts(with: "trusted.".utf8) {
-                kind = .trustedAttributes
-            } else if attribute.starts(with: "system.".utf8) {
-                kind = .systemAttributes
-            } else {
-                continue
-            }
+            // XattrNames) belong in a container; those of namespaces no
+            // privilege comes from are kept as tar wrote them.
+            guard let kind = DroppedPrivileges.Kind(attribute: attribute), kind != .otherAttributes else { continue }
             try rawTarget.withCName { (cPath) throws(Errno) in
                 try attribute.withCName { (cAttribute) throws(Errno) in
                     if asfs_lremovexattr(cPath, cAttribute) != 0 && errno != ENODATA { throw Errno(rawValue: errno) }

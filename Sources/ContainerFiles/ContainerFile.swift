@@ -97,8 +97,11 @@ public enum ContainerFile {
     /// `options` (`.completeFileProtection`, `.completeFileProtectionUnlessOpen`,
     /// `.completeFileProtectionUntilFirstUserAuthentication`,
     /// `.noFileProtection`) gives the file that class, as on a device.
-    /// On Linux the class is set once the data is written: the new file has
-    /// its folder's class in between.
+    /// On Linux a new file has the class from its first moment (made
+    /// unnamed, given the class, written, then named), so a create the
+    /// class forbids while the device is locked fails with no entry left
+    /// (P6, P7); an existing file written in place (no `.atomic`) gets the
+    /// class once the data is written.
     public static func write(_ data: Data, to url: URL, options: Data.WritingOptions = []) throws {
         #if canImport(Darwin)
         try data.write(to: url, options: options)
@@ -117,8 +120,16 @@ public enum ContainerFile {
                 NSLocalizedDescriptionKey: "\(url.path): protection option 0x\(String(protection.rawValue, radix: 16)) has no class a container knows",
             ])
         }
-        try data.write(to: url, options: options.subtracting(.fileProtectionMask))
-        guard let match else { return }
+        let rest = options.subtracting(.fileProtectionMask)
+        guard let match else { return try data.write(to: url, options: rest) }
+        #if os(Linux)
+        let exists = FileManager.default.fileExists(atPath: url.path)
+        if options.contains(.withoutOverwriting) || options.contains(.atomic) || !exists {
+            let replacing = !options.contains(.withoutOverwriting) && (options.contains(.atomic) || exists)
+            if try ProtectedCreate.write(data, to: url, protection: match.1, replacing: replacing) { return }
+        }
+        #endif
+        try data.write(to: url, options: rest)
         try setProtection(match.1, for: url)
         #endif
     }

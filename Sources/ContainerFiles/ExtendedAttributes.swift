@@ -11,10 +11,12 @@ enum ExtendedAttributes {
     private typealias Get = @convention(c) (UnsafePointer<CChar>, UnsafePointer<CChar>, UnsafeMutableRawPointer?, Int) -> Int
     private typealias Set = @convention(c) (UnsafePointer<CChar>, UnsafePointer<CChar>, UnsafeRawPointer?, Int, Int32) -> Int32
     private typealias Remove = @convention(c) (UnsafePointer<CChar>, UnsafePointer<CChar>) -> Int32
+    private typealias SetByDescriptor = @convention(c) (Int32, UnsafePointer<CChar>, UnsafeRawPointer?, Int, Int32) -> Int32
 
     private static let getxattr = function("getxattr", as: Get.self)
     private static let setxattr = function("setxattr", as: Set.self)
     private static let removexattr = function("removexattr", as: Remove.self)
+    private static let fsetxattr = function("fsetxattr", as: SetByDescriptor.self)
 
     private static func function<T>(_ name: String, as type: T.Type) -> T {
         // RTLD_DEFAULT: every glibc and musl has these since Linux 2.4.
@@ -44,6 +46,12 @@ enum ExtendedAttributes {
         if result != 0 { throw cocoaError(errno, url.path, reading: false) }
     }
 
+    /// Sets the attribute of the open file `descriptor`; errno on failure.
+    static func set(_ name: String, to value: [UInt8], descriptor: Int32) -> Int32? {
+        let result = value.withUnsafeBytes { fsetxattr(descriptor, name, $0.baseAddress, $0.count, 0) }
+        return result == 0 ? nil : errno
+    }
+
     /// Removes the attribute; nothing to do when it is absent (or the
     /// file system keeps no attributes).
     static func remove(_ name: String, of url: URL) throws {
@@ -59,13 +67,14 @@ enum ExtendedAttributes {
 
     /// The error Foundation throws for `code`: on a device a sandbox
     /// denial (EPERM) is 513 when writing and 257 when reading.
-    private static func cocoaError(_ code: Int32, _ path: String, reading: Bool) -> CocoaError {
+    static func cocoaError(_ code: Int32, _ path: String, reading: Bool) -> CocoaError {
         let kind: CocoaError.Code = switch (code, reading) {
         case (ENOENT, true): .fileReadNoSuchFile
         case (ENOENT, false): .fileNoSuchFile
         case (EPERM, true), (EACCES, true): .fileReadNoPermission
         case (EPERM, false), (EACCES, false): .fileWriteNoPermission
         case (EROFS, false): .fileWriteVolumeReadOnly
+        case (EEXIST, false): .fileWriteFileExists
         case (ENOSPC, false), (EDQUOT, false): .fileWriteOutOfSpace
         case (_, true): .fileReadUnknown
         case (_, false): .fileWriteUnknown

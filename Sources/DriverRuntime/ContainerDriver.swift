@@ -76,9 +76,7 @@ public struct ContainerDriver: Sendable {
         // they stay once made (two per container), and every mount, status
         // and unmount lists the records beside them (3,500 lock files there
         // made a test fixture's mount and unmount 5 ms slower).
-        configuration.lockFolder = (try? StateFolder(StatusFile.directory, create: true))
-            .flatMap { _ in try? StateFolder(StatusFile.lockDirectory, create: true) }?.duplicate()
-            .map { FileDescriptor(rawValue: $0) }
+        configuration.lockFolder = StatusFile.openLockFolder()
         configuration.dataProtection = DataProtection(defaultClass: container.defaultProtectionClass(),
                                                       state: settings.deviceState)
 

@@ -65,14 +65,21 @@ public enum DeviceControl {
             reply(client, "error only root or the driver's own user may change the device state")
             return
         }
+        if let refusal = confinedPeerRefusal(pid: credentials.pid, client: client) {
+            reply(client, "error \(refusal)")
+            return
+        }
         setTimeout(client, seconds: 5)
         guard let line = readLine(client) else { return }
         let words = line.split(separator: " ")
         do {
             switch (words.first, words.count) {
             case ("lock", 2):
-                guard let grace = Double(words[1]), grace >= 0, grace.isFinite else {
-                    reply(client, "error grace \(words[1]): not a number of seconds (0 or more)")
+                // Checked as `lock --grace` checks it: whoever may connect
+                // can write any line here.
+                let grace: Double
+                do { grace = try graceSeconds(words[1], name: "grace") } catch {
+                    reply(client, "error \(error)")
                     return
                 }
                 try protection.lock(grace: grace)
@@ -92,7 +99,66 @@ public enum DeviceControl {
         reply(client, "ok \(state)")
     }
 
+    /// Defence in depth for R2 and R3 (issue 25, item 3): `run --confine`
+    /// hides this driver's state folder, but a command confined there
+    /// lives in a mount namespace of its own with no capability, and
+    /// neither a confined process nor anything it starts can change the
+    /// device state. So a request from another mount namespace than the
+    /// driver's is taken only from a process that holds CAP_SYS_ADMIN in the
+    /// driver's user namespace (root in a service's private namespace, say).
+    /// The peer is pinned by a pidfd (SO_PEERPIDFD), so its pid cannot name
+    /// another process by the time /proc is read. nil: allowed.
+    private static func confinedPeerRefusal(pid: pid_t, client: Int32) -> String? {
+        let refusal = "requests from another mount namespace without CAP_SYS_ADMIN (a confined run) are refused"
+        var pidfd: Int32 = -1
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        let pinned = getsockopt(client, SOL_SOCKET, peerPIDFDOption, &pidfd, &length) == 0 && pidfd >= 0
+        defer { if pinned { close(pidfd) } }
+        guard pid > 0, let theirs = namespace("/proc/\(pid)/ns/mnt"), let ours = namespace("/proc/self/ns/mnt") else {
+            return "cannot tell the requester's mount namespace; refused"
+        }
+        var allowed = theirs == ours
+        if !allowed, namespace("/proc/\(pid)/ns/user") == namespace("/proc/self/ns/user"),
+           let status = try? String(contentsOfFileWithoutFoundation: "/proc/\(pid)/status"),
+           let line = status.split(separator: "\n").first(where: { $0.hasPrefix("CapEff:") }),
+           let field = line.split(whereSeparator: \.isWhitespace).last, let effective = UInt64(field, radix: 16) {
+            allowed = effective & (1 << 21) != 0  // CAP_SYS_ADMIN
+        }
+        // Still the same process: a pidfd's fdinfo says "Pid: -1" once it ended.
+        if pinned, let info = try? String(contentsOfFileWithoutFoundation: "/proc/self/fdinfo/\(pidfd)"),
+           !info.split(separator: "\n").contains(where: { $0.split(whereSeparator: \.isWhitespace) == ["Pid:", Substring(String(pid))] }) {
+            return "the requester ended before it could be checked; refused"
+        }
+        return allowed ? nil : refusal
+    }
+
+    /// SO_PEERPIDFD (Linux 6.5), which Glibc's module does not export.
+    private static let peerPIDFDOption: Int32 = 77
+
+    /// A namespace's identity: the device and inode of its /proc link.
+    private static func namespace(_ path: String) -> [UInt64]? {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        return [UInt64(status.st_dev), UInt64(status.st_ino)]
+    }
+
     // MARK: The verbs' side
+
+    /// A grace as the command line and the control socket take it: a
+    /// number of seconds from 0 to `DataProtection.longestGrace` (NaN and
+    /// infinities refused); the error says which of these `text` is not.
+    public static func graceSeconds(_ text: some StringProtocol, name: String) throws(Failure) -> Double {
+        let longest = DataProtection.longestGrace
+        guard let seconds = Double(text), !seconds.isNaN else {
+            throw Failure("\(name) \(text): not a number of seconds (0 to \(Int(longest)))")
+        }
+        guard seconds >= 0 else { throw Failure("\(name) \(text): less than 0 seconds (0 to \(Int(longest)))") }
+        guard seconds <= longest else {  // infinity too
+            throw Failure("\(name) \(text): more than the longest grace, \(Int(longest)) seconds (one day)")
+        }
+        return seconds
+    }
+
 
     /// Sends one request to the driver of the mount at `mountpoint` and
     /// returns the state it answered. Throws a one-line Failure.

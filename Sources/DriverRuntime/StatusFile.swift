@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import MountInfo
+import SystemPackage
 
 /// What a driver says about itself, for `appsandboxfs status`: the kernel's
 /// mount table knows the mountpoint and the backing directory (the mount's
@@ -124,6 +125,16 @@ public enum StatusFile {
     /// container around its tmp (ContainerTmp): inside `directory`, and
     /// never listed with the records.
     public static var lockDirectory: String { directory + "/tmp-locks" }
+
+    /// The folder of the drivers' tmp and root locks (ContainerTmp), made
+    /// if need be and checked as a state folder; nil when it cannot be
+    /// (then the locks are taken on the backing folder itself). The
+    /// driver keeps it for its life; `update` takes the root lock there.
+    public static func openLockFolder() -> FileDescriptor? {
+        (try? StateFolder(directory, create: true))
+            .flatMap { _ in try? StateFolder(lockDirectory, create: true) }?.duplicate()
+            .map { FileDescriptor(rawValue: $0) }
+    }
 
     /// The driver's own record, removed by `remove()` at exit.
     public struct Published: Sendable {

@@ -34,7 +34,11 @@ public final class FuseSession: @unchecked Sendable {
                 log: @escaping @Sendable (String) -> Void = { _ in },
                 info: @escaping @Sendable (String) -> Void = { _ in }) throws {
         var arguments = ["appsandboxfs"]
-        if !options.isEmpty { arguments += ["-o", options.joined(separator: ",")] }
+        // Each option escaped as fuse_opt_add_opt_escaped does, so that
+        // libfuse reads it back as one option, as it is: a comma or a
+        // backslash in one (a backing folder's path in fsname=) cannot
+        // make another option (suid, dev) or change a name.
+        if !options.isEmpty { arguments += ["-o", options.map(Self.escapedOption).joined(separator: ",")] }
         if debug { arguments.append("-d") }
         var cStrings: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) }
         defer { cStrings.forEach { free($0) } }
@@ -62,6 +66,18 @@ public final class FuseSession: @unchecked Sendable {
 
     /// Runs `body` with standard error sent to a temporary file, and returns
     /// what was written there.
+    /// `option` written so that libfuse's option parser (fuse_opt.c) reads
+    /// it back as it is, one option: a backslash before each `\` and `,`
+    /// (as fuse_opt_add_opt_escaped writes it).
+    public static func escapedOption(_ option: String) -> String {
+        var out = ""
+        for character in option {
+            if character == "\\" || character == "," { out.append("\\") }
+            out.append(character)
+        }
+        return out
+    }
+
     private static func capturingStandardError<T>(_ body: () -> T) -> (T, String) {
         var template = Array("/tmp/appsandboxfs-stderr-XXXXXX".utf8CString)
         let file = mkstemp(&template)

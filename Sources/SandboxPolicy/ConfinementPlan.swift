@@ -10,7 +10,12 @@
 /// - Every other container mount is unmounted inside (not just covered: a
 ///   copy of it would keep its driver running after it is unmounted outside).
 /// - Every container's backing directory, and this container's bundle
-///   source, gets an empty read-only folder mounted on it. A path under /tmp
+///   source, gets an empty read-only folder mounted on it, where the mount
+///   table's line can be believed: a line's source is whatever its mounter
+///   chose, and any user may mount a FUSE file system of their own as
+///   `fuse.appsandboxfs` naming "/" (every confined run would refuse) or
+///   the container's own Documents (hidden from the app). Such a mount is
+///   unmounted inside, and nothing it names is hidden. A path under /tmp
 ///   or /var/tmp needs none (the container's tmp covers it), nor does a path
 ///   under another hidden or unmounted one.
 /// - The drivers' state folders (their status records and control sockets)
@@ -30,8 +35,10 @@ public struct ConfinementPlan: Equatable, Sendable {
     /// A container mount as the mount table lists it.
     public struct ContainerMount: Equatable, Sendable {
         public var mountpoint: String
-        public var backing: String
-        public init(mountpoint: String, backing: String) {
+        /// Its backing directory, nil when the line cannot be believed (a
+        /// mount of another user's, or one its driver's record contradicts).
+        public var backing: String?
+        public init(mountpoint: String, backing: String?) {
             self.mountpoint = mountpoint
             self.backing = backing
         }
@@ -76,9 +83,10 @@ public struct ConfinementPlan: Equatable, Sendable {
             if detach.contains(where: { isInside(other, $0) }) { continue }
             detach.append(other)
         }
-        var candidates: [(path: String, role: String)] = [(container.backing, "its backing directory")]
+        var candidates: [(path: String, role: String)] = []
+        if let backing = container.backing { candidates.append((backing, "its backing directory")) }
         if let bundleSource { candidates.append((bundleSource, "its bundle source")) }
-        candidates += others.map { ($0.backing, "another container's backing directory") }
+        candidates += others.compactMap { other in other.backing.map { ($0, "another container's backing directory") } }
         candidates += stateFolders.map { ($0, "the drivers' state folder") }
         var hide: [String] = []
         for (path, role) in candidates.sorted(by: { $0.path < $1.path }) where path.hasPrefix("/") && !hide.contains(path) {

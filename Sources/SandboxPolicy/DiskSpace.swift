@@ -11,17 +11,48 @@ public enum DiskSpace {
     /// file may need a block for every block the write covers. When not all
     /// of it fits, the longest prefix whose blocks fit is allowed (ext4
     /// writes a prefix and returns its length); 0 means ENOSPC.
+    ///
+    /// Any offset and length a caller can pass are taken (a write at
+    /// 2^63 - 2, a fallocate of 2^62 bytes): no sum or product here can
+    /// overflow. A range that ends past Int64.max ends at Int64.max, and a
+    /// reservation too large to count is one that does not fit.
     public static func writable(size: Int64, allocated: Int64, offset: Int64, length: Int64, free: Int64,
                                 blockSize: Int64) -> (allowed: Int64, reserve: Int64) {
-        let allocatedEnd = (size + blockSize - 1) / blockSize
-        let dense = allocated >= allocatedEnd * blockSize
+        let offset = max(0, offset), length = max(0, length)
+        let allocatedEnd = blocks(upTo: max(0, size), blockSize)
+        let (allocatedEndBytes, pastInt64) = allocatedEnd.multipliedReportingOverflow(by: blockSize)
+        let dense = !pastInt64 && allocated >= allocatedEndBytes
         let firstBlock = offset / blockSize
         let firstNew = dense ? max(firstBlock, allocatedEnd) : firstBlock
-        let endBlock = (offset + length + blockSize - 1) / blockSize
-        let needed = max(0, endBlock - firstNew)
-        if needed * blockSize <= free { return (length, needed * blockSize) }
+        let end = length > Int64.max - offset ? Int64.max : offset + length
+        let needed = max(0, blocks(upTo: end, blockSize) - firstNew)
+        let (neededBytes, tooMany) = needed.multipliedReportingOverflow(by: blockSize)
+        if !tooMany && neededBytes <= free { return (length, neededBytes) }
         let fitting = max(0, free / blockSize)
-        let prefixEnd = (firstNew + fitting) * blockSize
-        return (min(length, max(0, prefixEnd - offset)), fitting * blockSize)
+        let (prefixBlocks, _) = firstNew.addingReportingOverflow(fitting)
+        let (prefixEnd, prefixPast) = prefixBlocks.multipliedReportingOverflow(by: blockSize)
+        let allowed = prefixPast ? length : min(length, max(0, prefixEnd - offset))
+        return (allowed, fitting * blockSize)
+    }
+
+    /// The blocks that hold `bytes` bytes from the start of a file.
+    static func blocks(upTo bytes: Int64, _ blockSize: Int64) -> Int64 {
+        bytes / blockSize + (bytes % blockSize == 0 ? 0 : 1)
+    }
+
+    /// Whether a fallocate(2) of `mode` may allocate blocks in its range,
+    /// so that the range's blocks are reserved first, all or nothing, as
+    /// ext4 refuses the whole call with ENOSPC (Q2).
+    ///
+    /// The modes by the Linux flags' values: plain and KEEP_SIZE allocate;
+    /// ZERO_RANGE allocates (unwritten extents, on ext4 as for a plain
+    /// call); UNSHARE_RANGE allocates (a copy of shared blocks); so does
+    /// WRITE_ZEROES. PUNCH_HOLE and COLLAPSE_RANGE only free, and
+    /// INSERT_RANGE adds a hole: those three are measured after the call
+    /// like any other change. A flag this list does not know counts as
+    /// allocating.
+    public static func fallocateMayAllocate(mode: Int32) -> Bool {
+        let punchHole: Int32 = 0x02, collapseRange: Int32 = 0x08, insertRange: Int32 = 0x20
+        return mode & (punchHole | collapseRange | insertRange) == 0
     }
 }

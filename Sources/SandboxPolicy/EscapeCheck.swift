@@ -56,8 +56,28 @@ public enum EscapeCheck {
     /// (given a container path, the target of the link there or nil).
     public static func resolveInside(target: Name, linkFolder: [Name], mountpoint: String,
                                      readLink: ([Name]) -> Name?) -> [Name]? {
+        resolve(target: target, linkFolder: linkFolder, mountpoint: mountpoint, readLink: readLink)?.components
+    }
+
+    /// Where a target that stays inside leads.
+    public struct Resolution: Equatable, Sendable {
+        /// Relative to the container root.
+        public var components: [Name]
+        /// Whether an absolute target (the link's own, or one followed on
+        /// the way) came back in through the mountpoint's path as text. The
+        /// kernel walks that text from "/": it leads into the container only
+        /// while the path still leads to this mount (no folder above it
+        /// renamed, no link in it re-pointed), which the driver must check
+        /// (E1, E2).
+        public var throughMountpointPath: Bool
+    }
+
+    /// The same, with whether the mountpoint's path was relied on.
+    public static func resolve(target: Name, linkFolder: [Name], mountpoint: String,
+                               readLink: ([Name]) -> Name?) -> Resolution? {
         var resolver = Resolver(mount: fold(components(of: Array(mountpoint.utf8))))
-        return resolver.resolve(target, from: linkFolder, readLink: readLink)
+        guard let components = resolver.resolve(target, from: linkFolder, readLink: readLink) else { return nil }
+        return Resolution(components: components, throughMountpointPath: resolver.wentAbsolute)
     }
 
     private struct Resolver {
@@ -70,6 +90,8 @@ public enum EscapeCheck {
         /// Whether `..` may leave the container: only in the part of an
         /// absolute target that the walk takes as text.
         var mayLeave = false
+        /// Whether any target taken was absolute.
+        var wentAbsolute = false
         var follows = 0
 
         init(mount: [Name]) {
@@ -110,6 +132,7 @@ public enum EscapeCheck {
             if first == UInt8(ascii: "/") {
                 path = []
                 mayLeave = true
+                wentAbsolute = true
             } else {
                 mayLeave = false
             }

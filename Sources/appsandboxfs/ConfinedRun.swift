@@ -86,19 +86,38 @@ enum ConfinedRun {
            map.split(whereSeparator: \.isWhitespace) != ["0", "0", "4294967295"] {
             throw Failure("\(container.mountpoint): --confine cannot make its world inside a user namespace (the mounts inherited there are locked, so other containers could not be unmounted); nothing was run")
         }
-        let mounts = MountTable.entries().filter { $0.fsType == MountTable.containerType }
-            .map { ConfinementPlan.ContainerMount(mountpoint: $0.mountpoint, backing: $0.source) }
         // The bundle source is known only from the driver's record: without
         // the records it could not be hidden (R2), so nothing runs (R5).
         let records: [(record: MountRecord, alive: Bool)]
         do { records = try StatusFile.recordsOrFailure() } catch {
             throw Failure("\(container.mountpoint): cannot read the drivers' status records (\(error)), which name what the confined world must hide; nothing was run")
         }
-        let bundleSource = records.last { $0.alive && $0.record.mountpoint == container.mountpoint }?.record.options.bundle
+        // This container's driver serves its control socket beside its
+        // record: a command running as root that reached it could unlock
+        // its own device (R2, R3). Its record in this state folder, tied to
+        // the mount by the device number, proves the driver uses this
+        // folder, which is hidden below. A driver started with another
+        // APPSANDBOXFS_STATE_DIR (or by another user) serves from a folder
+        // no one here can name: refused (R5).
+        let device = MountTable.entry(at: container.mountpoint)?.deviceNumber
+        guard let driver = records.last(where: { $0.alive && $0.record.mountpoint == container.mountpoint
+                                                 && $0.record.device != nil && $0.record.device == device })?.record else {
+            throw Failure("\(container.mountpoint): its driver's status record is not in \(StatusFile.directory) (a driver started with another APPSANDBOXFS_STATE_DIR, or by another user), so the folder of its control socket cannot be hidden: run with the driver's APPSANDBOXFS_STATE_DIR; nothing was run")
+        }
+        // Every other container is unmounted inside; its backing directory
+        // is hidden only where its line can be believed (the same check as
+        // the other verbs'): a line of another user's names what that user
+        // chose, "/" or this container's Documents say.
+        let mounts = MountTable.entries().filter(\.isContainer).map { entry in
+            ConfinementPlan.ContainerMount(mountpoint: entry.mountpoint,
+                                           backing: try? entry.trustedBacking(records: records))
+        }
+        let bundleSource = driver.options.bundle
         var temporaryFolders = ["/tmp", "/var/tmp"]
         temporaryFolders += temporaryFolders.compactMap(realPath).filter { !temporaryFolders.contains($0) }
         let this = ConfinementPlan.ContainerMount(mountpoint: container.mountpoint, backing: container.backing)
-        // Root's drivers' folder whoever runs this, and this user's own.
+        // Root's drivers' folder whoever runs this, and this user's own,
+        // where this container's driver serves (its record is there).
         let stateFolders = Array(Set(["/run/appsandboxfs", StatusFile.directory]))
         switch ConfinementPlan.make(container: this, bundleSource: bundleSource, mounts: mounts,
                                     temporaryFolders: temporaryFolders, stateFolders: stateFolders) {

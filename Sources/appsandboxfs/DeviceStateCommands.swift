@@ -1,3 +1,4 @@
+import AppSandboxFS
 import ArgumentParser
 import DriverRuntime
 import SandboxPolicy
@@ -28,9 +29,8 @@ struct LockCommand: ParsableCommand {
     var grace: String = "10"
 
     func run() throws {
-        guard let seconds = Double(grace), seconds.isFinite, seconds >= 0 else {
-            throw Failure("--grace \(grace): not a number of seconds (0 or more); nothing changed")
-        }
+        let seconds: Double
+        do { seconds = try DeviceControl.graceSeconds(grace, name: "--grace") } catch { throw Failure("\(error); nothing changed") }
         print(try DeviceControl.send("lock \(seconds)", to: absolutePath(mountpoint)))
     }
 }

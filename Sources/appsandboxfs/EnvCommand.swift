@@ -17,8 +17,9 @@ struct EnvCommand: ParsableCommand {
             XDG_CACHE_HOME and XDG_CONFIG_HOME are Library/Application Support,
             Library/Caches and Library/Preferences: where Foundation on Linux then finds
             applicationSupportDirectory, cachesDirectory and UserDefaults' plists, as on iOS
-            (documentDirectory is CFFIXED_USER_HOME/Documents). The values are quoted for
-            sh, bash and zsh.
+            (documentDirectory is CFFIXED_USER_HOME/Documents). LD_PRELOAD adds the Foundation
+            bridge, so a program's own backup-flag and protection calls act on the
+            container (docs/foundation.md). The values are quoted for sh, bash and zsh.
             Exit status: 0; 1 when CONTAINER_MOUNT is not a mounted container.
             Examples:
               appsandboxfs env /mnt/MyApp
@@ -73,11 +74,14 @@ struct MountedContainerPath {
         if MountTable.isStale(mountpoint) {
             throw Failure("\(mountpoint): a stale mount (its driver died: transport endpoint is not connected); run `appsandboxfs unmount \(mountpoint)`")
         }
+        FoundationBridgeLibrary.warnIfMissing()
     }
 
-    /// What an iOS app finds in its environment, in this order.
+    /// What an iOS app finds in its environment, in this order, and
+    /// LD_PRELOAD with the Foundation bridge (F1; docs/foundation.md).
     var iOSEnvironment: [(name: String, value: String)] {
         ContainerEnvironment.variables(root: mountpoint)
+            + (FoundationBridgeLibrary.preload.map { [("LD_PRELOAD", $0)] } ?? [])
     }
 }
 

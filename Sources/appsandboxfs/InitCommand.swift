@@ -19,7 +19,7 @@ struct InitCommand: ParsableCommand {
     @Option(help: "The app's name; the bundle is NAME.app.")
     var appName: String
 
-    @Option(help: "A bundle folder whose contents are copied into NAME.app.")
+    @Option(help: "A bundle folder whose contents are copied into NAME.app (as `update` copies a build: U1).")
     var bundleFrom: String?
 
     @Option(help: "The container's default data protection class (P4), e.g. NSFileProtectionComplete. Default: NSFileProtectionCompleteUntilFirstUserAuthentication.")
@@ -43,7 +43,8 @@ struct InitCommand: ParsableCommand {
             }
         }
         do {
-            try container.create(bundleFrom: bundleFrom.map(absolutePath))
+            let leftOut = try container.create(bundleFrom: bundleFrom.map(absolutePath))
+            for line in leftOut.lines { FileHandleless.warn("left out of the bundle (U1): \(line)") }
             if let protection { try container.setDefaultProtectionClass(try ProtectionArguments.protectionClass(protection)) }
         } catch {
             throw Failure("\(error)")

@@ -112,7 +112,10 @@ struct MountCommand: ParsableCommand {
         }
         // Absolute from here on: the driver works from / (it must keep no
         // folder of its caller busy).
-        var driver = DriverConfiguration(backing: absolutePath(backing), mountpoint: absolutePath(mountpoint),
+        // The mountpoint without links, as the kernel will list it: an
+        // absolute link target is inside only through the mount's own path
+        // (E1), and a link in that path could be re-pointed.
+        var driver = DriverConfiguration(backing: absolutePath(backing), mountpoint: resolvedPath(absolutePath(mountpoint)),
                                          appName: appName)
         driver.bundle = bundle.map(absolutePath)
         driver.keepTmp = keepTmp
@@ -130,7 +133,7 @@ struct MountCommand: ParsableCommand {
         driver.threads = threads
         driver.descriptorCache = descriptorCache
         driver.capacity = capacity?.bytes
-        driver.mountOptions = options.flatMap { $0.split(separator: ",").map(String.init) }
+        driver.mountOptions = try MountOptions.split(options)
         driver.create = create
         driver.recover = recover
         driver.foreground = foreground

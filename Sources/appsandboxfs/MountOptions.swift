@@ -1,5 +1,6 @@
 import ArgumentParser
 import DriverRuntime
+import FuseKit
 
 /// The `-o` options of a mount, parsed in one place for both ways in:
 /// `appsandboxfs mount -o app_name=MyApp,ro` and `mount -t fuse.appsandboxfs
@@ -39,9 +40,11 @@ struct MountOptions: Equatable {
 
     /// Parses `-o` values (each may hold several, comma-separated). A bad
     /// value is a command-line error (exit 64; the mount helper's 1).
+    /// Every name is judged as libfuse will read it (`split`): `su\id` is
+    /// `suid`, `fs\name=...` is `fsname=...`.
     static func parse(_ values: [String]) throws -> MountOptions {
         var result = MountOptions()
-        for option in values.flatMap({ $0.split(separator: ",", omittingEmptySubsequences: true) }).map(String.init) {
+        for option in try split(values) {
             let name = option.split(separator: "=", maxSplits: 1).first.map(String.init) ?? option
             let value = option.contains("=") ? String(option.drop { $0 != "=" }.dropFirst()) : nil
             if mountOwn.contains(option) || option.hasPrefix("x-") || option.hasPrefix("comment=") { continue }
@@ -84,6 +87,50 @@ struct MountOptions: Equatable {
         }
     }
 
+    /// The options in `-o` values as libfuse reads them (fuse_opt.c,
+    /// process_real_option_group): a backslash takes the next character
+    /// as it is (`\,` is a comma inside an option, `\\` a backslash), or
+    /// with three octal digits from \000 to \377 the byte they spell; a
+    /// comma not so taken ends an option; empty options are left out.
+    /// A NUL byte (`\000`) would end the option's C string early, so that
+    /// libfuse would see a name other than the one judged here: refused.
+    static func split(_ values: [String]) throws -> [String] {
+        var options: [String] = []
+        for value in values {
+            let bytes = Array(value.utf8)
+            var option: [UInt8] = []
+            var index = 0
+            func isOctal(_ at: Int, upTo highest: UInt8) -> Bool {
+                at < bytes.count && bytes[at] >= UInt8(ascii: "0") && bytes[at] <= highest
+            }
+            while index <= bytes.count {
+                if index == bytes.count || bytes[index] == UInt8(ascii: ",") {
+                    if option.contains(0) {
+                        throw ValidationError("-o \(value): an option holds a NUL byte (\\000)")
+                    }
+                    guard let text = String(validating: option, as: UTF8.self) else {
+                        throw ValidationError("-o \(value): an option is not UTF-8 once its escapes are read")
+                    }
+                    if !text.isEmpty { options.append(text) }
+                    option = []
+                } else if bytes[index] == UInt8(ascii: "\\") && index + 1 < bytes.count {
+                    index += 1
+                    if isOctal(index, upTo: UInt8(ascii: "3")) && isOctal(index + 1, upTo: UInt8(ascii: "7"))
+                        && isOctal(index + 2, upTo: UInt8(ascii: "7")) {
+                        option.append(bytes[index...index + 2].reduce(0) { $0 &* 8 &+ ($1 - UInt8(ascii: "0")) })
+                        index += 2
+                    } else {
+                        option.append(bytes[index])
+                    }
+                } else {
+                    option.append(bytes[index])
+                }
+                index += 1
+            }
+        }
+        return options
+    }
+
     func value(_ name: String) -> String? { settings[name] ?? nil }
     func has(_ name: String) -> Bool { settings[name] != nil }
 }
@@ -114,7 +161,8 @@ extension MountCommand {
         if parsed.has("io_uring") { ioUring = true }
         if parsed.has("keep_cache") { keepCache = true }
         if parsed.has("nokeep_cache") || parsed.has("no_keep_cache") { keepCache = false }
-        options = parsed.kernelOptions.isEmpty ? [] : [parsed.kernelOptions.joined(separator: ",")]
+        // Written back escaped: read again with `split`, they are these.
+        options = parsed.kernelOptions.isEmpty ? [] : [parsed.kernelOptions.map(FuseSession.escapedOption).joined(separator: ",")]
     }
 
     /// The settings as the flags they stand for, then `-o` with what goes

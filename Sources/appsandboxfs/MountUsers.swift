@@ -1,3 +1,4 @@
+import AppSandboxFS
 import BackingStore
 import DriverRuntime
 import Glibc
@@ -16,7 +17,11 @@ enum MountUsers {
             let name = String(decoding: directoryEntryName(entry), as: UTF8.self)
             guard let pid = pid_t(name), pid != me else { continue }
             if let use = use(of: mountpoint, by: pid) {
-                found.append("\(command(pid)) (pid \(pid)): \(use)")
+                // The process name and the path are chosen by whoever runs
+                // it (the app, another user): escaped as in a denial line,
+                // so that the message sends no escape sequence to root's
+                // terminal.
+                found.append("\(command(pid)) (pid \(pid)): \(use)".escapedForTerminal)
             }
         }
         return found

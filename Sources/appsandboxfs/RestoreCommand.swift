@@ -1,5 +1,6 @@
 import AppSandboxFS
 import ArgumentParser
+import BackingStore
 import ContainerBackup
 import DriverRuntime
 import Glibc
@@ -44,7 +45,7 @@ struct RestoreCommand: ParsableCommand {
     @Option(help: "The app's name (the bundle is NAME.app).")
     var appName: String?
 
-    @Option(help: "A bundle folder whose contents are copied into NAME.app.")
+    @Option(help: "A bundle folder whose contents are copied into NAME.app (as `update` copies a build: U1).")
     var bundleFrom: String?
 
     @Flag(help: "Restore set-ID bits, file capabilities, security/trusted/system attributes, device nodes, FIFOs, sockets and owners as the archive says (for an archive you trust).")
@@ -109,12 +110,14 @@ struct RestoreCommand: ParsableCommand {
 
         let progress = ProgressLine("restore", enabled: !noProgress)
         let outcome: ContainerRestore.Outcome
+        var bundleLeftOut = DroppedPrivileges()
         do {
             outcome = try ContainerRestore.restore(
                 FileDescriptor(rawValue: input), opening: opening, expected: size, into: target, layout: layout, mode: mode,
                 privileges: preservePrivileges ? .preserve : nil,
-                layOut: { root, path in
-                    try Container.layOut(in: root, path: path, layout: layout, bundleFrom: bundle, withBundle: !keepBundle)
+                layOut: { root, path, owner in
+                    bundleLeftOut = try Container.layOut(in: root, path: path, layout: layout, bundleFrom: bundle,
+                                                         bundleOwner: owner, withBundle: !keepBundle)
                 },
                 progress: { progress?.update($0) })
         } catch {
@@ -126,6 +129,7 @@ struct RestoreCommand: ParsableCommand {
         for line in outcome.dropped.lines {
             FileHandleless.warn("left out of the archive (--preserve-privileges keeps it): \(line)")
         }
+        for line in bundleLeftOut.lines { FileHandleless.warn("left out of the bundle (U1): \(line)") }
         let restored = try? BackupScan.run(root: target, layout: layout)
         let holds = restored.map { ": it holds \($0.report.backup.described) to back up" } ?? ""
         print("Restored \(archive) into \(target) (app \(name); Library/Caches and tmp empty)\(holds)")

@@ -54,6 +54,7 @@ struct RunCommand: ParsableCommand {
 
     func run() throws {
         let container = try MountedContainerPath(containerMount)
+        FoundationBridgeLibrary.warnIfUnreachable(command[0])
         if confine {
             let status = try ConfinedRun.run(command, in: container, identity: user.flatMap(ConfinedRun.Identity.init))
             if status != 0 { throw ExitCode(status) }

@@ -1,3 +1,4 @@
+import AppSandboxFS
 import ArgumentParser
 import DriverRuntime
 import Foundation
@@ -158,8 +159,13 @@ struct StatusEntry: Encodable {
             if entry.mountOptions?.split(separator: ",").first == "ro" && !options.split(separator: ",").contains("ro") {
                 options = options.isEmpty ? "ro" : "ro," + options
             }
+            // Mountpoints, backing folders and app names are chosen by
+            // others (any user's own FUSE mount of this type is listed):
+            // escaped as in a denial line, so that none sends a terminal
+            // escape sequence to whoever runs status.
             rows.append([entry.mountpoint, entry.backing, entry.appName ?? "-", entry.pid.map(String.init) ?? "-",
-                         entry.state.rawValue, entry.started ?? "-", options.isEmpty ? "-" : options])
+                         entry.state.rawValue, entry.started ?? "-", options.isEmpty ? "-" : options]
+                .map(\.escapedForTerminal))
         }
         var widths = [Int](repeating: 0, count: rows[0].count)
         for row in rows {

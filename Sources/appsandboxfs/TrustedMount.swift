@@ -12,13 +12,19 @@ extension MountEntry {
     /// the driver's status record is readable, its device and backing
     /// directory must be the line's.
     func trustedBacking() throws -> String {
+        // Unreadable records check nothing (the owner check still holds);
+        // the verb that needs them says so itself.
+        try trustedBacking(records: (try? StatusFile.recordsOrFailure()) ?? [])
+    }
+
+    /// The same, against records already read (`run --confine` checks
+    /// every container line with one reading).
+    func trustedBacking(records: [(record: MountRecord, alive: Bool)]) throws -> String {
         guard isContainer else { throw Failure("\(mountpoint): a mount point of \(fsType), not of a container") }
         if let owner = mountedBy, owner != 0, owner != geteuid() {
             throw Failure("\(mountpoint): mounted by uid \(owner), not by this user or root: its backing directory (\(source)) is not trusted")
         }
-        // Unreadable records check nothing (the owner check above still
-        // holds); the verb that needs them says so itself.
-        let records = ((try? StatusFile.recordsOrFailure()) ?? []).filter { $0.alive && $0.record.mountpoint == mountpoint }
+        let records = records.filter { $0.alive && $0.record.mountpoint == mountpoint }
         if !records.isEmpty, !records.contains(where: { matches($0.record) }) {
             throw Failure("\(mountpoint): the mount table's line (\(source), device \(device)) does not match its driver's status record: not trusted")
         }

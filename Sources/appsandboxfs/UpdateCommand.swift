@@ -8,8 +8,12 @@ struct UpdateCommand: ParsableCommand {
         commandName: "update",
         abstract: "Install a new build of the app as an App Store update does: a new bundle, the data kept (U1-U4).",
         discussion: """
-            The bundle becomes an exact copy of DIR (files, modes, owners, links, extended
-            attributes, times); Documents, Library and tmp are not touched. The copy is made
+            The bundle becomes a copy of DIR (files, folders and symbolic links, with their
+            modes, times and user. extended attributes); Documents, Library and tmp are not
+            touched. A build folder is untrusted input: the copy belongs to the container's
+            owner, and device nodes, FIFOs, sockets, set-user-ID and set-group-ID bits, file
+            capabilities, security.* and trusted.* attributes and other owners are left out;
+            what was left out is listed, one line per kind (U1). The copy is made
             in a staging folder inside the container and swapped in with one rename, so a
             killed update leaves the old bundle or the new one, whole; running it again
             removes what the killed one left and finishes. Refused, with nothing changed,
@@ -45,7 +49,8 @@ struct UpdateCommand: ParsableCommand {
         if let mountpoint = argument.mountpoints.first {
             throw Failure("\(argument.backing): the container is mounted at \(mountpoint); iOS stops an app before it updates it: unmount it first (appsandboxfs unmount \(mountpoint))")
         }
-        var update = AppUpdate(backing: argument.backing, source: source, appName: appName)
+        var update = AppUpdate(backing: argument.backing, source: source, appName: appName,
+                               lockFolder: StatusFile.openLockFolder())
         if let stop = Self.testKillPoint() {
             // Test only: SIGKILL after step N, to prove U3 at every step.
             var step = 0
@@ -56,6 +61,8 @@ struct UpdateCommand: ParsableCommand {
         }
         let outcome: AppUpdate.Outcome
         do { outcome = try update.run() } catch { throw Failure("\(error)") }
+        for line in outcome.ignoredLocks { FileHandleless.warn(line) }
+        for line in outcome.leftOut.lines { FileHandleless.warn("left out of the bundle (U1): \(line)") }
         if !outcome.leftovers.isEmpty {
             print("Removed what an interrupted update left: \(outcome.leftovers.joined(separator: ", "))")
         }

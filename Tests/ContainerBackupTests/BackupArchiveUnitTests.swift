@@ -134,7 +134,7 @@ struct BackupArchiveUnitTests {
         #expect(opening.appName == "Demo")
         let outcome = try ContainerRestore.restore(
             FileDescriptor(rawValue: input), opening: opening, expected: nil, into: restored, layout: c.layout, mode: .create,
-            layOut: { _, staging in
+            layOut: { _, staging, _ in
                 for folder in ["Demo.app"] + ContainerLayout.requiredFolders {
                     guard mkdir(staging + "/" + folder, 0o755) == 0 else { throw TestFailure("mkdir \(folder)") }
                 }

@@ -50,7 +50,7 @@ struct RestoreUntrustedArchiveTests {
         return try ContainerRestore.restore(
             FileDescriptor(rawValue: input), opening: opening, expected: nil, into: target, layout: ContainerLayout(appName: "Demo"), mode: mode,
             privileges: privileges,
-            layOut: { _, staging in
+            layOut: { _, staging, _ in
                 for folder in ["Demo.app"] + ContainerLayout.requiredFolders {
                     guard mkdir(staging + "/" + folder, 0o755) == 0 else { throw TestFailure("mkdir \(folder)") }
                 }

@@ -101,14 +101,14 @@ struct DocumentedSwiftTests {
 
     /// Where this build put the modules: beside the test binary.
     /// The module maps of the C modules AppSandboxTesting's Linux parts
-    /// reach (CLinux, which SwiftPM writes one for; CFuse and swift-system's
+    /// reach (CLinux and CFoundationBridge, which SwiftPM writes one for; CFuse and swift-system's
     /// CSystem, through the in-process driver): swiftc needs them to load
     /// the Swift modules that were built against them.
     private func cModuleMaps() throws -> [String] {
         let build = (try modulesFolder() as NSString).deletingLastPathComponent
         // .build/<triple>/debug -> .build, where SwiftPM keeps the checkouts.
         let scratch = ((build as NSString).deletingLastPathComponent as NSString).deletingLastPathComponent
-        return [build + "/CLinux.build/module.modulemap",
+        return [build + "/CLinux.build/module.modulemap", build + "/CFoundationBridge.build/module.modulemap",
                 repositoryRoot() + "/CFuse/module.modulemap",
                 scratch + "/checkouts/swift-system/Sources/CSystem/include/module.modulemap"]
             .filter { FileManager.default.fileExists(atPath: $0) }

@@ -6,6 +6,7 @@
 // read or write the named folder.
 
 import Glibc
+import MountInfo
 import Testing
 
 @Suite("Security: a mount-table line forged by another user is not believed (issue 11, item 8)")
@@ -50,10 +51,6 @@ struct ForgedMountTests {
         let folder = try makeTemporaryDirectory(prefix: "asfs-forged")
         defer { removeTree(folder) }
         #expect(chmod(folder, 0o755) == 0)
-        let source = folder + "/forger.c", forger = folder + "/forger"
-        try writeFile(source, Self.forger)
-        let built = runProcess(["sh", "-c", "cc -O1 -o \(forger) \(source) $(pkg-config --cflags --libs fuse3)"])
-        try #require(built.status == 0, "building the forger: \(built)")
 
         // The victim: a real container root owns, which a verb trusting the
         // line would write into.
@@ -64,20 +61,8 @@ struct ForgedMountTests {
 
         let mountpoint = folder + "/mnt"
         try makeDirectory(mountpoint)
-        let log = try TemporaryFile()
-        let pid = try spawn([forger, victim, mountpoint, "65534"],
-                            stdin: "/dev/null", stdout: log.path, stderr: log.path)
-        defer {
-            kill(pid, SIGTERM)
-            if waitForExit(pid, timeout: 10) == nil {
-                kill(pid, SIGKILL)
-                _ = waitForExit(pid, timeout: 10)
-            }
-            if isFuseMount(mountpoint) { _ = runProcess(["fusermount3", "-u", "-z", mountpoint], timeout: 15) }
-        }
-        let deadline = monotonicNow() + 20
-        while !isFuseMount(mountpoint) && monotonicNow() < deadline && waitForExit(pid, timeout: 0) == nil { usleep(20_000) }
-        try #require(isFuseMount(mountpoint), "the forger did not mount: \(log.read())")
+        let forged = try Self.mountForged(source: victim, at: mountpoint, uid: 65534, building: folder)
+        defer { forged.stop() }
         let line = readFileText("/proc/self/mountinfo").split(separator: "\n").first { $0.contains(" \(mountpoint) ") } ?? ""
         try #require(line.contains("fuse.appsandboxfs") && line.contains(victim), "not a forged line: \(line)")
 
@@ -95,11 +80,44 @@ struct ForgedMountTests {
         #expect(RulesTreeSnapshot(of: victim).changes(since: before).isEmpty, "the victim container changed")
     }
 
-    /// Whether `path` is the mountpoint of a FUSE mount (any subtype).
-    func isFuseMount(_ path: String) -> Bool {
-        readFileText("/proc/self/mountinfo").split(separator: "\n").contains { line in
-            let fields = line.split(separator: " ")
-            return fields.count > 4 && fields[4] == path && line.contains(" - fuse")
+    /// A forger serving a mount of its own (stopped by `stop()`, which
+    /// unmounts it).
+    struct ForgedMount {
+        let pid: pid_t
+        let mountpoint: String
+
+        func stop() {
+            kill(pid, SIGTERM)
+            if waitForExit(pid, timeout: 10) == nil {
+                kill(pid, SIGKILL)
+                _ = waitForExit(pid, timeout: 10)
+            }
+            if isFuseMount(mountpoint) { _ = umount2(mountpoint, Int32(MNT_DETACH)) }
         }
+    }
+
+    /// Builds the forger in `folder` (once) and mounts `source` at
+    /// `mountpoint` as fuse.appsandboxfs owned by `uid`; waits for the mount.
+    static func mountForged(source: String, at mountpoint: String, uid: uid_t, building folder: String) throws -> ForgedMount {
+        let forger = folder + "/forger"
+        if access(forger, X_OK) != 0 {
+            try writeFile(folder + "/forger.c", Self.forger)
+            let built = runProcess(["sh", "-c", "cc -O1 -o \(forger) \(folder)/forger.c $(pkg-config --cflags --libs fuse3)"])
+            try #require(built.status == 0, "building the forger: \(built)")
+        }
+        let log = try TemporaryFile()
+        let stacked = { MountTable.entries().filter { $0.mountpoint == mountpoint }.count }
+        let mountsBefore = stacked()
+        let pid = try spawn([forger, source, mountpoint, String(uid)], stdin: "/dev/null", stdout: log.path, stderr: log.path)
+        let forged = ForgedMount(pid: pid, mountpoint: mountpoint)
+        let deadline = monotonicNow() + 20
+        // Counted, not looked up: a forger may be stacked on another.
+        while stacked() == mountsBefore
+            && monotonicNow() < deadline && waitForExit(pid, timeout: 0) == nil { usleep(20_000) }
+        guard stacked() > mountsBefore else {
+            forged.stop()
+            throw SupportError("the forger did not mount: \(log.read())")
+        }
+        return forged
     }
 }

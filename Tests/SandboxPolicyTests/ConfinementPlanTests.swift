@@ -65,4 +65,19 @@ struct ConfinementPlanTests {
             try inOthersBacking.get()
         }
     }
+
+    @Test("R2 (issue 25, item 9): a line that cannot be believed (another user's FUSE mount as fuse.appsandboxfs naming \"/\" or this container's Documents) is unmounted inside and hides nothing")
+    func unbelievedLineHidesNothing() throws {
+        for forged in ["/", "/srv/apps/a/mnt/Documents", "/srv/apps/a/mnt"] {
+            let forger = Mount(mountpoint: "/home/eve/mnt", backing: nil)
+            let plan = try ConfinementPlan.make(container: this, bundleSource: nil, mounts: [this, forger]).get()
+            #expect(plan.detach == ["/home/eve/mnt"], "\(forged)")
+            #expect(plan.hide == ["/srv/apps/a/backing"], "\(forged)")
+            // The same line believed: what the forger chose would be hidden
+            // (or the run refused), which is why it must not be.
+            let believed = ConfinementPlan.make(container: this, bundleSource: nil,
+                                                mounts: [this, Mount(mountpoint: "/home/eve/mnt", backing: forged)])
+            #expect((try? believed.get())?.hide.contains(forged) ?? true, "\(forged)")
+        }
+    }
 }

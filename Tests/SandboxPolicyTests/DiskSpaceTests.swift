@@ -36,4 +36,32 @@ struct DiskSpaceTests {
         let r = DiskSpace.writable(size: 100 * block, allocated: block, offset: 10 * block, length: 2 * block, free: 1 << 20, blockSize: block)
         #expect(r.allowed == 2 * block && r.reserve == 2 * block)
     }
+
+    @Test("Q2 offsets and lengths up to 2^63 - 1 never overflow (issue 25, item 6): a block near the top fits, 2^62 bytes do not")
+    func hugeRanges() {
+        let top = DiskSpace.writable(size: 0, allocated: 0, offset: Int64.max - 1, length: 1, free: 1 << 20, blockSize: block)
+        #expect(top.allowed == 1 && top.reserve == block)
+        let toTheEnd = DiskSpace.writable(size: 0, allocated: 0, offset: Int64.max - 4096, length: 4096, free: 1 << 20, blockSize: block)
+        #expect(toTheEnd.allowed == 4096 && toTheEnd.reserve <= 2 * block)
+        let past = DiskSpace.writable(size: 0, allocated: 0, offset: Int64.max - 10, length: Int64.max, free: 1 << 20, blockSize: block)
+        #expect(past.allowed > 0 && past.reserve <= 1 << 20, "the range ends at Int64.max")
+        let huge = DiskSpace.writable(size: 0, allocated: 0, offset: 0, length: 1 << 62, free: 8 << 20, blockSize: block)
+        #expect(huge.allowed == 8 << 20 && huge.reserve == 8 << 20, "a prefix of what is free")
+        let all = DiskSpace.writable(size: 0, allocated: 0, offset: 0, length: Int64.max, free: Int64.max, blockSize: block)
+        #expect(all.allowed > 0)
+        let largeFile = DiskSpace.writable(size: Int64.max, allocated: 0, offset: Int64.max - 1, length: 1, free: 1 << 20, blockSize: block)
+        #expect(largeFile.allowed == 1, "a sparse file of 2^63 - 1 bytes")
+    }
+
+    @Test("Q2 fallocate: plain, KEEP_SIZE, ZERO_RANGE, UNSHARE_RANGE and unknown modes reserve their range; PUNCH_HOLE, COLLAPSE_RANGE and INSERT_RANGE do not (issue 25, item 4)")
+    func fallocateModes() {
+        let keepSize: Int32 = 0x01, punchHole: Int32 = 0x02, collapse: Int32 = 0x08, zeroRange: Int32 = 0x10
+        let insert: Int32 = 0x20, unshare: Int32 = 0x40, writeZeroes: Int32 = 0x80
+        for mode in [0, keepSize, zeroRange, zeroRange | keepSize, unshare, unshare | keepSize, writeZeroes, 0x400] {
+            #expect(DiskSpace.fallocateMayAllocate(mode: mode), "mode \(mode)")
+        }
+        for mode in [punchHole | keepSize, collapse, insert] {
+            #expect(!DiskSpace.fallocateMayAllocate(mode: mode), "mode \(mode)")
+        }
+    }
 }

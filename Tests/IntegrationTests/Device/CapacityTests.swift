@@ -287,4 +287,116 @@ struct CapacityTests {
             #expect(result.status != 0 && !isFuseMount(root + "/mnt"), "\(bad): \(result)")
         }
     }
+
+    // MARK: Issue 25, items 4 to 6
+
+    /// fallocate(2), which Swift's Glibc module hides.
+    static let fallocate = unsafeBitCast(
+        dlsym(UnsafeMutableRawPointer(bitPattern: 0), "fallocate")!,
+        to: (@convention(c) (Int32, Int32, Int64, Int64) -> Int32).self)
+
+    /// Q1: the free space df shows is SIZE minus what the backing tree
+    /// occupies, within 1 % of SIZE.
+    static func expectWithinQ1(_ m: MountedContainer, _ label: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        let free = disk(m.mountpoint).free
+        let expected = capacity - occupied(m.backing)
+        #expect(abs(free - expected) <= capacity / 100, "\(label): df free \(free), expected \(expected)",
+                sourceLocation: sourceLocation)
+    }
+
+    @Test("Q2 Q1 fallocate --zero-range (with and without --keep-size) and plain fallocate of 200 MiB in an 8 MiB container fail with ENOSPC and allocate nothing; a punched hole frees space on a full disk; df stays within Q1 (issue 25, item 4)")
+    func fallocateModes() throws {
+        try withMountedContainer(extraArguments: Self.arguments) { m in
+            let path = m.documents + "/zero.bin"
+            try writeFile(path, RulesSys.pattern(2 << 20))
+            for options in [["--zero-range"], ["--zero-range", "--keep-size"], [], ["--keep-size"]] {
+                let result = runProcess(["fallocate"] + options + ["-l", "200M", path])
+                #expect(result.status != 0 && result.stderr.contains("No space left on device"), "fallocate \(options): \(result)")
+                Self.expectWithinQ1(m, "after fallocate \(options)")
+                #expect(Self.occupied(m.backing) <= Self.capacity, "fallocate \(options) allocated past the capacity")
+            }
+            // Zeroing what the file already holds needs no new space.
+            #expect(runProcess(["fallocate", "--zero-range", "-o", "0", "-l", "1M", path]).status == 0)
+            #expect(Self.fill(m.documents + "/filler.bin").errno == ENOSPC)
+            Self.expectWithinQ1(m, "full")
+            // Punching a hole frees, also on a full disk. (The kernel's FUSE
+            // side passes no other mode: COLLAPSE_RANGE, INSERT_RANGE and
+            // UNSHARE_RANGE get EOPNOTSUPP before they reach the driver.)
+            let free = Self.disk(m.mountpoint).free
+            let punched = runProcess(["fallocate", "--punch-hole", "-o", "1M", "-l", "1M", path])
+            #expect(punched.status == 0, "fallocate --punch-hole: \(punched)")
+            #expect(Self.disk(m.mountpoint).free >= free + (1 << 20) - (64 << 10), "the hole freed nothing")
+            Self.expectWithinQ1(m, "after fallocate --punch-hole")
+        }
+    }
+
+    @Test("Q1 Q2 an O_TMPFILE file named by linkat is an ordinary file: its space stays counted after its close, its growth counts, a write past the capacity fails with ENOSPC (issue 25, item 5)")
+    func linkedTmpfileCounts() throws {
+        try withMountedContainer(extraArguments: Self.arguments) { m in
+            let fd = open(m.documents, TmpfileRulesTests.tmpfileFlag | O_RDWR | O_CLOEXEC, 0o644)
+            try #require(fd >= 0, "O_TMPFILE: \(posixError(errno))")
+            let data = RulesSys.pattern(1 << 20)
+            #expect(data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } == data.count)
+            let named = m.documents + "/named.bin"
+            #expect(linkat(AT_FDCWD, "/proc/self/fd/\(fd)", AT_FDCWD, named, AT_SYMLINK_FOLLOW) == 0, "linkat: \(posixError(errno))")
+            let beforeClose = Self.disk(m.mountpoint).free
+            close(fd)
+            // The release reaches the driver after close returns: wait for
+            // the free space to move (it must not), 2 s at most.
+            let deadline = monotonicNow() + 2
+            while Self.disk(m.mountpoint).free == beforeClose && monotonicNow() < deadline { usleep(20_000) }
+            Self.expectWithinQ1(m, "after the close")
+            let grown = Self.fill(named, limit: 3 << 20)
+            #expect(grown == (3 << 20, 0), "\(grown)")
+            Self.expectWithinQ1(m, "after 3 MiB more")
+            let full = Self.fill(named)
+            #expect(full.errno == ENOSPC, "writes went on past the capacity: \(full)")
+            #expect(Self.occupied(m.backing) <= Self.capacity + Self.capacity / 100, "occupied \(Self.occupied(m.backing))")
+            Self.expectWithinQ1(m, "full")
+        }
+    }
+
+    @Test("Q2 writes, fallocate, copy_file_range and ftruncate at offsets near 2^63 fail with ext4's own errno (EFBIG) and the mount stays up and usable (issue 25, item 6)")
+    func hugeOffsets() throws {
+        try withMountedContainer(extraArguments: Self.arguments) { m in
+            // The same calls on the backing file system itself (the
+            // fixture's folder holds the backing folder) say what ext4 gives.
+            try writeFile(m.documents + "/source.txt", "some bytes\n")
+            try writeFile(m.root + "/native-source.txt", "some bytes\n")
+            let mounted = (file: open(m.documents + "/huge.bin", O_RDWR | O_CREAT, 0o644), source: open(m.documents + "/source.txt", O_RDONLY))
+            let native = (file: open(m.root + "/native.bin", O_RDWR | O_CREAT, 0o644), source: open(m.root + "/native-source.txt", O_RDONLY))
+            try #require(mounted.file >= 0 && mounted.source >= 0 && native.file >= 0 && native.source >= 0)
+            defer { for fd in [mounted.file, mounted.source, native.file, native.source] { close(fd) } }
+            let top = Int.max - 1  // 2^63 - 2
+            let bytes = RulesSys.pattern(65536)
+            func failure(_ result: Int) -> Int32 { result < 0 ? errno : 0 }
+            let calls: [(String, (Int32, Int32) -> Int32)] = [
+                ("pwrite 1 byte at 2^63 - 2", { fd, _ in failure(bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, 1, top) }) }),
+                ("pwrite 64 KiB at 2^63 - 2", { fd, _ in failure(bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, top) }) }),
+                ("pwrite at 2^62", { fd, _ in failure(bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 1 << 62) }) }),
+                ("fallocate of the last 4 KiB below 2^63", { fd, _ in failure(Int(Self.fallocate(fd, 0, Int64.max - 4096, 4096))) }),
+                ("fallocate of 2^62 bytes", { fd, _ in failure(Int(Self.fallocate(fd, 0, 0, 1 << 62))) }),
+                ("fallocate whose end passes 2^63", { fd, _ in failure(Int(Self.fallocate(fd, 0, 1 << 62, 1 << 62))) }),
+                ("fallocate --zero-range near 2^63", { fd, _ in failure(Int(Self.fallocate(fd, 0x10, Int64.max - 4096, 4096))) }),
+                ("copy_file_range to 2^63 - 2", { fd, source in
+                    var inOffset: Int64 = 0, outOffset = Int64(top)
+                    return failure(Self.copyFileRange(source, &inOffset, fd, &outOffset, 11, 0))
+                }),
+                ("copy_file_range to 2^62", { fd, source in
+                    var inOffset: Int64 = 0, outOffset: Int64 = 1 << 62
+                    return failure(Self.copyFileRange(source, &inOffset, fd, &outOffset, 11, 0))
+                }),
+                ("ftruncate to 2^63 - 1", { fd, _ in failure(Int(ftruncate(fd, Int.max))) }),
+            ]
+            for (label, call) in calls {
+                let expected = call(native.file, native.source)
+                let got = call(mounted.file, mounted.source)
+                #expect(expected != 0 && got == expected, "\(label): \(posixError(got)) through the mount, \(posixError(expected)) on ext4")
+                #expect(m.isMounted, "\(label): the mount is gone")
+            }
+            try writeFile(m.documents + "/after.txt", "still here\n")
+            #expect(readFileText(m.documents + "/after.txt") == "still here\n")
+            Self.expectWithinQ1(m, "after the calls")
+        }
+    }
 }

@@ -19,8 +19,9 @@ final class EcoMount {
     /// The drivers seen serving this mount, stopped at the end if still there.
     private var drivers: Set<Int32> = []
 
-    init(backingName: String = "backing", mountName: String = "mnt", isolatedState: Bool = false) throws {
-        root = try makeTemporaryDirectory(prefix: "asfs-eco")
+    init(backingName: String = "backing", mountName: String = "mnt", isolatedState: Bool = false,
+         parent: String = "/tmp") throws {
+        root = try makeTemporaryDirectory(prefix: "asfs-eco", in: parent)
         backing = root + "/" + backingName
         mountpoint = root + "/" + mountName
         stateDirectory = isolatedState ? root + "/state" : nil
@@ -104,10 +105,11 @@ final class EcoMount {
 /// Runs `body` with a fresh EcoMount and always cleans up after it.
 func withEcoMount<T>(
     backingName: String = "backing", mountName: String = "mnt", isolatedState: Bool = false,
-    sourceLocation: SourceLocation = #_sourceLocation,
+    parent: String = "/tmp", sourceLocation: SourceLocation = #_sourceLocation,
     _ body: (EcoMount) throws -> T
 ) throws -> T {
-    let mount = try EcoMount(backingName: backingName, mountName: mountName, isolatedState: isolatedState)
+    let mount = try EcoMount(backingName: backingName, mountName: mountName, isolatedState: isolatedState,
+                             parent: parent)
     defer { mount.cleanUp(sourceLocation: sourceLocation) }
     return try body(mount)
 }

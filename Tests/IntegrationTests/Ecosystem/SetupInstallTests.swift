@@ -15,6 +15,9 @@ struct SetupInstallTests {
         "usr/local/bin/appsandboxfs", "sbin/mount.fuse.appsandboxfs", "usr/local/share/man/man1/appsandboxfs.1",
         "usr/local/share/bash-completion/completions/appsandboxfs", "usr/local/share/zsh/site-functions/_appsandboxfs",
         "usr/local/share/fish/vendor_completions.d/appsandboxfs.fish",
+        // The Foundation bridge (F1), from beside the program.
+        "usr/local/lib/appsandboxfs/libappsandboxfs-preload.so",
+        "usr/local/lib/appsandboxfs/libAppSandboxFoundationBridge.so",
     ]
 
     @Test("DESTDIR=DIR setup.sh install --binary FILE copies regular files (no links into the checkout); uninstall removes each")
@@ -54,6 +57,10 @@ struct SetupInstallTests {
                 Array(runProcess([program, "--generate-completion-script", "zsh"]).stdout.utf8),
             "usr/local/share/fish/vendor_completions.d/appsandboxfs.fish":
                 Array(runProcess([program, "--generate-completion-script", "fish"]).stdout.utf8),
+            "usr/local/lib/appsandboxfs/libappsandboxfs-preload.so":
+                readFileBytes(Binaries.buildDirectory + "/libappsandboxfs-preload.so"),
+            "usr/local/lib/appsandboxfs/libAppSandboxFoundationBridge.so":
+                readFileBytes(Binaries.buildDirectory + "/libAppSandboxFoundationBridge.so"),
         ]
         var programStat = stat()
         try #require(stat(program, &programStat) == 0)
@@ -67,7 +74,7 @@ struct SetupInstallTests {
             #expect(status.st_nlink == 1, "\(relative) has \(status.st_nlink) links")
             #expect(!(status.st_dev == programStat.st_dev && status.st_ino == programStat.st_ino), "\(relative) is the build's file")
             #expect(readFileBytes(path) == sources[relative] ?? nil, "\(relative) is not a copy of what it installs")
-            let executable = relative.contains("bin/")
+            let executable = relative.contains("bin/") || relative.hasSuffix(".so")
             #expect(status.st_mode & 0o777 == (executable ? 0o755 : 0o644), "\(relative): mode \(String(status.st_mode & 0o777, radix: 8))")
         }
         // The copy runs on its own.

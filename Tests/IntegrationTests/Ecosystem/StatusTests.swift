@@ -64,6 +64,23 @@ struct EcosystemStatusTests {
         }
     }
 
+    @Test("Names chosen by others reach the table escaped: a backing folder named with a terminal escape sequence prints none (issue 25, adversarial pass)")
+    func hostileNamesEscaped() throws {
+        // Any local user can name a folder root mounts, or make a FUSE mount
+        // of their own of this type (status lists it): its source and
+        // mountpoint must not send escape sequences to root's terminal.
+        try withEcoMount(backingName: "c\u{1B}]0;OWNED\u{07}\u{1B}[2J", isolatedState: true) { m in
+            _ = try m.mountInBackground()
+            let table = m.appsandboxfs(["status", m.mountpoint])
+            #expect(table.status == 0, "\(table.stderr)")
+            #expect(!table.stdout.utf8.contains(0x1B) && !table.stdout.utf8.contains(0x07), "\(table.stdout.debugDescription)")
+            #expect(table.stdout.contains("c\\x1B]0;OWNED\\x07\\x1B[2J"), "\(table.stdout.debugDescription)")
+            // JSON keeps the name whole (its encoder escapes control characters).
+            #expect(m.statusEntry()?["backing"] as? String == m.backing)
+            #expect(m.appsandboxfs(["unmount", m.mountpoint]).status == 0)
+        }
+    }
+
     @Test("A killed driver: its mount is stale (exit 2), then after unmount its record is gone, and the next mount removes it")
     func staleAndGone() throws {
         try withEcoMount(isolatedState: true) { m in

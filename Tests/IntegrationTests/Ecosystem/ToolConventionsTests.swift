@@ -121,6 +121,32 @@ struct ToolConventionsTests {
         }
     }
 
+    @Test("unmount names a busy mount's holders escaped: a process name and a folder name with terminal escape sequences print none (issue 25, adversarial pass)")
+    func busyUnmountHostileNames() throws {
+        try withEcoMount(isolatedState: true) { m in
+            try m.mountInBackground()
+            // The app (or any user, through allow_other) chooses both: its
+            // process name (here the name it was started by) and its folder.
+            let program = m.root + "/s\u{1B}]0;OWNED\u{07}"
+            #expect(symlink("/bin/sleep", program) == 0)
+            let folder = m.mountpoint + "/Documents/d\u{1B}[2J"
+            try makeDirectory(folder)
+            let holder = try spawn([program, "300"], cwd: folder, stdin: "/dev/null", stdout: "/dev/null", stderr: "/dev/null")
+            defer {
+                kill(holder, SIGKILL)
+                _ = waitForExit(holder, timeout: 15)
+            }
+            let refused = m.appsandboxfs(["unmount", m.mountpoint])
+            #expect(refused.status == 1)
+            #expect(!refused.stderr.utf8.contains(0x1B) && !refused.stderr.utf8.contains(0x07), "\(refused.stderr.debugDescription)")
+            #expect(refused.stderr.contains("s\\x1B]0;OWNED\\x07 (pid \(holder)): working folder \(m.mountpoint)/Documents/d\\x1B[2J"),
+                    "\(refused.stderr.debugDescription)")
+            kill(holder, SIGKILL)
+            _ = waitForExit(holder, timeout: 15)
+            #expect(m.appsandboxfs(["unmount", m.mountpoint]).status == 0)
+        }
+    }
+
     @Test("A status folder owned by someone else or writable by others is refused; records are not written through links")
     func unsafeStatusFolder() throws {
         try withEcoMount(isolatedState: true) { m in

@@ -44,7 +44,7 @@ struct LockScreenTests {
         try withMountedContainer { m in
             let negative = m.device("lock", ["--grace", "-1"])
             #expect(negative.status == 1)
-            #expect(negative.stderr == "Error: --grace -1: not a number of seconds (0 or more); nothing changed\n")
+            #expect(negative.stderr == "Error: --grace -1: less than 0 seconds (0 to 86400); nothing changed\n")
             let notMounted = runProcess([Binaries.appsandboxfs, "lock", m.root])
             #expect(notMounted.status == 1)
             #expect(notMounted.stderr == "Error: \(m.root): not a mounted container\n")
@@ -57,6 +57,36 @@ struct LockScreenTests {
             #expect(bad.status == 1)
             #expect(bad.stderr == "Error: device state \"asleep\": not one of unlocked, locked, before-first-unlock; nothing changed\n")
             #expect(!m.isMounted)
+        }
+    }
+
+    @Test("P5 P6 a grace too large, infinite or NaN is refused by lock with one line, nothing changed; a forged control-socket request with such a grace is refused and the driver stays up (issue 25, item 7)")
+    func hugeGrace() throws {
+        try withMountedContainer { m in
+            try writeFile(m.documents + "/a.txt", "a")
+            #expect(Protect.setClass(m.documents + "/a.txt", classA) == 0)
+            for (grace, message) in [("1e12", "more than the longest grace, 86400 seconds (one day)"),
+                                     ("inf", "more than the longest grace, 86400 seconds (one day)"),
+                                     ("86400.5", "more than the longest grace, 86400 seconds (one day)"),
+                                     ("nan", "not a number of seconds (0 to 86400)"),
+                                     ("-inf", "less than 0 seconds (0 to 86400)")] {
+                let refused = m.device("lock", ["--grace", grace])
+                #expect(refused.status == 1)
+                #expect(refused.stderr == "Error: --grace \(grace): \(message); nothing changed\n", "\(refused.stderr)")
+            }
+            #expect(Protect.cat(m.documents + "/a.txt") == "a", "the device was locked")
+            // Root (or the driver's user) may write any line to the socket.
+            for grace in ["1e12", "1e300", "inf", "nan", "-1"] {
+                let answer = ControlSocket.send("lock \(grace)", driverPID: m.driverPID)
+                #expect(answer.hasPrefix("error grace \(grace): "), "\(answer)")
+            }
+            #expect(kill(m.driverPID, 0) == 0 && m.isMounted, "the driver is gone")
+            #expect(Protect.cat(m.documents + "/a.txt") == "a", "the device was locked")
+            // The longest grace is taken: class A stays usable.
+            let longest = m.device("lock", ["--grace", "86400"])
+            #expect(longest.status == 0 && longest.stdout == "locked\n", "\(longest)")
+            #expect(Protect.cat(m.documents + "/a.txt") == "a")
+            m.unlock()
         }
     }
 

@@ -9,31 +9,44 @@ import Testing
 
 @Suite("Rules: a create whose chown fails leaves nothing behind (issue 11, item 8)")
 struct ChownFailureTests {
-    /// fchownat fails with EPERM for the name in ASFS_TEST_FAIL_CHOWN; every
-    /// other call goes to the C library's own.
+    /// fchownat fails with EPERM for the name in ASFS_TEST_FAIL_CHOWN, given
+    /// as a name in a folder or (AT_EMPTY_PATH, as the driver chowns what
+    /// it made) as a descriptor whose file has that name; every other call
+    /// goes to the C library's own.
     static let source = """
         #define _GNU_SOURCE
         #include <dlfcn.h>
         #include <errno.h>
+        #include <stdio.h>
         #include <stdlib.h>
         #include <string.h>
         #include <unistd.h>
+        static int is_victim(int dirfd, const char *name, const char *victim) {
+            if (name && name[0]) return strcmp(name, victim) == 0;
+            char link[64], target[4096];
+            snprintf(link, sizeof link, "/proc/self/fd/%d", dirfd);
+            ssize_t n = readlink(link, target, sizeof target - 1);
+            if (n < 0) return 0;
+            target[n] = 0;
+            const char *base = strrchr(target, '/');
+            return base && strcmp(base + 1, victim) == 0;
+        }
         int fchownat(int dirfd, const char *name, uid_t uid, gid_t gid, int flags) {
             const char *victim = getenv("ASFS_TEST_FAIL_CHOWN");
-            if (victim && name && strcmp(name, victim) == 0) { errno = EPERM; return -1; }
+            if (victim && is_victim(dirfd, name, victim)) { errno = EPERM; return -1; }
             int (*real)(int, const char *, uid_t, gid_t, int) =
                 (int (*)(int, const char *, uid_t, gid_t, int))dlsym(RTLD_NEXT, "fchownat");
             return real(dirfd, name, uid, gid, flags);
         }
         """
 
-    /// Builds the library with the C compiler that comes with Swift (clang)
-    /// or the system's cc.
-    static func buildLibrary(in folder: String) throws -> String {
-        let source = folder + "/failchown.c", library = folder + "/failchown.so"
-        try writeFile(source, Self.source)
-        let compiler = ["clang", "cc"].first { name in
-            runProcess(["sh", "-c", "command -v \(name)"]).status == 0
+    /// Builds a preload library from C `text` (by default this suite's)
+    /// with the C compiler that comes with Swift (clang) or the system's cc.
+    static func buildLibrary(in folder: String, source text: String = ChownFailureTests.source, name: String = "failchown") throws -> String {
+        let source = folder + "/\(name).c", library = folder + "/\(name).so"
+        try writeFile(source, text)
+        let compiler = ["clang", "cc"].first { program in
+            runProcess(["sh", "-c", "command -v \(program)"]).status == 0
         }
         let compilerName = try #require(compiler, "no C compiler (clang or cc) on PATH")
         let built = runProcess([compilerName, "-shared", "-fPIC", "-O1", "-o", library, source, "-ldl"])

@@ -1,0 +1,64 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// iOS storage calls that Foundation on Linux does not have at all, so that
+// app code using them compiles on Linux with `import ContainerFiles`, and
+// answers for the container as a device would (docs/foundation.md). On
+// Apple platforms each is Foundation's own.
+
+#if !canImport(Darwin)
+extension FileManager {
+    /// The shared container of an app group. Containers have no app groups
+    /// yet (part three's groups): nil, as on a device for a group the app's
+    /// entitlements do not name.
+    public func containerURL(forSecurityApplicationGroupIdentifier groupIdentifier: String) -> URL? {
+        nil
+    }
+}
+
+extension URLResourceKey {
+    /// The space available for data the user asked for (iOS 11): in a
+    /// container, the mount's available space (Q1).
+    public static let volumeAvailableCapacityForImportantUsageKey =
+        URLResourceKey(rawValue: "NSURLVolumeAvailableCapacityForImportantUsageKey")
+    /// The space available for data the app could fetch again (iOS 11): in
+    /// a container, the mount's available space (Q1).
+    public static let volumeAvailableCapacityForOpportunisticUsageKey =
+        URLResourceKey(rawValue: "NSURLVolumeAvailableCapacityForOpportunisticUsageKey")
+}
+
+extension URLResourceValues {
+    /// Answered by `URL.resourceValues(forKeys:)` in a container (the
+    /// Foundation bridge, F1); nil elsewhere on Linux.
+    public var volumeAvailableCapacityForImportantUsage: Int64? {
+        allValues[.volumeAvailableCapacityForImportantUsageKey] as? Int64
+    }
+
+    /// As `volumeAvailableCapacityForImportantUsage`.
+    public var volumeAvailableCapacityForOpportunisticUsage: Int64? {
+        allValues[.volumeAvailableCapacityForOpportunisticUsageKey] as? Int64
+    }
+}
+#endif
+
+extension ContainerFile {
+    /// The bytes available to the app on the volume that holds `url`: in a
+    /// container, what statfs through the mount says (Q1, `--capacity`).
+    /// What `volumeAvailableCapacityForImportantUsage` and
+    /// `...ForOpportunisticUsage` answer in a container (a container has
+    /// nothing purgeable to count, so both are the same).
+    public static func availableCapacity(of url: URL) throws -> Int64 {
+        #if canImport(Darwin)
+        let values = try url.resourceValues(forKeys: [.volumeAvailableCapacityForImportantUsageKey])
+        return values.volumeAvailableCapacityForImportantUsage ?? 0
+        #else
+        var info = statvfs()
+        guard statvfs(url.path, &info) == 0 else {
+            throw ExtendedAttributes.cocoaError(errno, url.path, reading: true)
+        }
+        return Int64(info.f_bavail) * Int64(info.f_frsize)
+        #endif
+    }
+}
