@@ -36,6 +36,9 @@ public final class SandboxFileSystem: FileSystemOperations {
     /// reference back would keep both alive, so that the session's deinit
     /// (fuse_session_destroy) would never run.
     let session = Locked(WeakSession())
+    /// Whether the driver runs as root, which alone can give a file it
+    /// creates to another user (`giveToCaller`).
+    let driverIsRoot = geteuid() == 0
 
     /// Nodes, the descriptor cache and tmp close their own descriptors; the
     /// bundle's root (only ever opened from) is the file system's.
@@ -183,7 +186,11 @@ public final class SandboxFileSystem: FileSystemOperations {
     /// Gives a file the driver just created (as root) to the caller, as the
     /// kernel would have: the caller's uid, and its gid unless the folder is
     /// set-group-ID (then the folder's group, which the backing store set).
-    /// Returns whether it changed the owner.
+    /// Returns whether it changed the owner. A driver that is not root
+    /// changes nothing: it cannot give a file away, and the file is already
+    /// its user's, who made the mount and (without allow_other) is the only
+    /// caller; where allow_other lets others in, their files stay the
+    /// mounting user's, as with any FUSE file system a user mounts.
     @discardableResult
     func giveToCaller(_ request: Request, in parent: Node, _ name: UnsafePointer<CChar>) throws(Errno) -> Bool {
         try giveToCaller(request, madeIn: parent) { (uid, gid) throws(Errno) in
@@ -201,7 +208,7 @@ public final class SandboxFileSystem: FileSystemOperations {
                               _ change: (uid_t, gid_t) throws(Errno) -> Void) throws(Errno) -> Bool {
         let caller = request.caller
         // The driver's own identity is root's: nothing to change.
-        if caller.uid == 0 && caller.gid == 0 { return false }
+        if !driverIsRoot || (caller.uid == 0 && caller.gid == 0) { return false }
         let parentStat = try parent.withFD { (folder) throws(Errno) in try Backing.stat(folder) }
         let inheritsGroup = parentStat.st_mode & S_ISGID != 0
         let gid = inheritsGroup ? gid_t.max : caller.gid
