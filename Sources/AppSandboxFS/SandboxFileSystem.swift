@@ -207,7 +207,8 @@ public final class SandboxFileSystem: FileSystemOperations {
     private func giveToCaller(_ request: Request, madeIn parent: Node,
                               _ change: (uid_t, gid_t) throws(Errno) -> Void) throws(Errno) -> Bool {
         let caller = request.caller
-        // The driver's own identity is root's: nothing to change.
+        // A driver that is not root gives nothing away (see above); a
+        // caller whose identity is root's, the driver's own, needs nothing.
         if !driverIsRoot || (caller.uid == 0 && caller.gid == 0) { return false }
         let parentStat = try parent.withFD { (folder) throws(Errno) in try Backing.stat(folder) }
         let inheritsGroup = parentStat.st_mode & S_ISGID != 0

@@ -140,6 +140,37 @@ struct NonRootUserTests {
     }
 }
 
+extension NonRootUserTests {
+    /// Where /etc/fuse.conf has user_allow_other (here a copy bound over it
+    /// in a mount namespace of the test's own, so the machine's file is
+    /// never changed): the user's mount gets allow_other, and a file another
+    /// user creates through it is made and stays the mounting user's (a
+    /// driver that is not root cannot give it away; it used to try, and the
+    /// create failed with EPERM).
+    @Test("With user_allow_other: uid 65534's mount has allow_other; uid 65533 creates a file in Documents (W1), which stays uid 65534's",
+          .enabled(if: NonRootUserTests.isRoot, "needs root to make the namespace and become two users"))
+    func userAllowOther() throws {
+        let folder = try makeTemporaryDirectory(prefix: "asfs-nonroot-other")
+        defer { removeTree(folder) }
+        #expect(chown(folder, 65534, 65534) == 0)
+        let script = """
+            B=$1 D=$2
+            as() { u=$1; shift; setpriv --reuid=$u --regid=$u --clear-groups -- "$@"; }
+            d=$(mktemp -d) && mount -t tmpfs -o size=64k,mode=755 tmpfs "$d" && mknod -m 666 "$d/fuse" c 10 229 \
+                && mount --bind "$d/fuse" /dev/fuse && printf 'user_allow_other\n' > "$d/fuse.conf" \
+                && mount --bind "$d/fuse.conf" /etc/fuse.conf || exit 9
+            as 65534 "$B" init "$D/back" --app-name Z >/dev/null && as 65534 mkdir "$D/mnt" && chmod 777 "$D/back/Documents" || exit 10
+            as 65534 "$B" mount "$D/back" "$D/mnt" 2>&1 || exit 11
+            grep -q " $D/mnt .*allow_other" /proc/self/mounts && echo "allow_other"
+            as 65533 sh -c "echo other > $D/mnt/Documents/other.txt" 2>&1 && stat -c "%u %s" "$D/back/Documents/other.txt"
+            as 65534 "$B" unmount "$D/mnt" && echo "unmounted"
+            """
+        let result = runProcess(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
+                                 Binaries.appsandboxfs, folder], timeout: 120)
+        #expect(result.status == 0 && result.stdout == "allow_other\n65534 6\nunmounted\n", "\(result)")
+    }
+}
+
 /// The errno a failing call leaves (0 when it succeeds).
 private func errnoOf(_ call: () -> Int32) -> Int32 {
     call() == 0 ? 0 : errno
