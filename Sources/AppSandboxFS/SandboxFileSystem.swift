@@ -43,6 +43,9 @@ public final class SandboxFileSystem: FileSystemOperations {
     /// noted once mounted: where the mountpoint's path must still lead for
     /// an absolute link target to count as inside (E1, E2).
     let mountedDevice = Locked<String?>(nil)
+    /// Whether the driver runs as root, which alone can give a file it
+    /// creates to another user (`giveToCaller`).
+    let driverIsRoot = geteuid() == 0
 
     /// Nodes, the descriptor cache and tmp close their own descriptors; the
     /// bundle's root (only ever opened from) is the file system's.
@@ -199,12 +202,17 @@ public final class SandboxFileSystem: FileSystemOperations {
     /// unless the folder is set-group-ID (then the folder's group, which
     /// the backing store set). Through the descriptor of what the driver
     /// made (an O_PATH one for a folder, a link or a device), never by
-    /// name. Returns whether it changed the owner.
+    /// name. Returns whether it changed the owner. A driver that is not
+    /// root changes nothing: it cannot give a file away, and the file is
+    /// already its user's, who made the mount and (without allow_other) is
+    /// the only caller; where allow_other lets others in, their files stay
+    /// the mounting user's, as with any FUSE file system a user mounts.
     @discardableResult
     func giveToCaller(_ request: Request, _ fd: FileDescriptor, folder parent: Node) throws(Errno) -> Bool {
         let caller = request.caller
-        // The driver's own identity is root's: nothing to change.
-        if caller.uid == 0 && caller.gid == 0 { return false }
+        // A driver that is not root gives nothing away (see above); a
+        // caller whose identity is root's, the driver's own, needs nothing.
+        if !driverIsRoot || (caller.uid == 0 && caller.gid == 0) { return false }
         let parentStat = try parent.withFD { (folder) throws(Errno) in try Backing.stat(folder) }
         let inheritsGroup = parentStat.st_mode & S_ISGID != 0
         let gid = inheritsGroup ? gid_t.max : caller.gid

@@ -199,7 +199,7 @@ struct MountCommand: ParsableCommand {
             mount = try ContainerMount(configuration: configuration,
                                        options: try MountOptions.split(options),
                                        debug: debug, ioUring: ioUring, logger: logger)
-            logger.debug("\(mountPath): libfuse options \(mount.mountOptions.joined(separator: ",")); names cached \(configuration.entryTimeout) s, attributes \(configuration.attributeTimeout) s; \(configuration.maxThreads) threads; writeback \(configuration.writebackCache ? "on" : "off"), keep cache \(configuration.keepCache ? "on" : "off"), passthrough \(configuration.usesPassthrough ? "asked" : "off")")
+            logger.debug("\(mountPath): libfuse options \(mount.mountOptions.joined(separator: ",")); names cached \(configuration.entryTimeout) s, attributes \(configuration.attributeTimeout) s; \(configuration.maxThreads) threads; writeback \(configuration.writebackCache ? "on" : "off"), keep cache \(configuration.keepCache ? "on" : "off"), passthrough \(mount.configuration.usesPassthrough ? "asked" : "off")")
         } catch {
             if toSyslog { logger.error("\(backingPath) at \(mountPath): \(error)") }
             Daemon.reportFailure("\(error)", readyFD: readyFD)
@@ -216,8 +216,8 @@ struct MountCommand: ParsableCommand {
         // the kernel took passthrough up is known only once INIT is answered,
         // on the loop's first request: the transport logs it then.)
         let statusRecord = StatusFile.publish(for: self, backing: backingPath, mountpoint: mountPath, appName: name,
-                                              passthrough: configuration.usesPassthrough, deviceState: startState.rawValue)
-        logger.info("appsandboxfs \(Version.description): serving \(backingPath) at \(mountPath) as \(name) (pid \(getpid()), passthrough \(configuration.usesPassthrough ? "asked for" : "off"))")
+                                              passthrough: mount.configuration.usesPassthrough, deviceState: startState.rawValue)
+        logger.info("appsandboxfs \(Version.description): serving \(backingPath) at \(mountPath) as \(name) (pid \(getpid()), passthrough \(mount.configuration.usesPassthrough ? "asked for" : "off"))")
         // For `appsandboxfs lock|unlock|reboot`.
         let controlSocket = DeviceControl.serve(configuration.dataProtection, record: statusRecord)
         Daemon.reportReady(readyFD: readyFD)
