@@ -85,4 +85,11 @@ public enum Zone: UInt8, Sendable, CaseIterable, Hashable {
     /// An entry of a group container's root other than Library and the
     /// metadata plist, and everything below it: the apps' own (G1).
     case groupContent
+
+}
+
+extension Zone {
+    /// The zones of one app's container (part one); the others are a
+    /// device's (part three). Tests of part one's table go over these.
+    public static let containerZones: [Zone] = allCases.filter { $0.rawValue <= Zone.rootOther.rawValue }
 }
