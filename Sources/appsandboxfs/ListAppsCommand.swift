@@ -34,6 +34,7 @@ struct ListAppsCommand: ParsableCommand {
                     "launched": false, "suspended": false,
                 ]
             }
+            guard !objects.isEmpty else { print("[]"); return }
             let data = try JSONSerialization.data(withJSONObject: objects, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
             print(String(decoding: data, as: UTF8.self))
             return
