@@ -65,7 +65,10 @@ public final class SandboxFileSystem: FileSystemOperations {
         } catch {
             throw MountError.backingMissing(path: configuration.backing, errno: error.rawValue)
         }
-        do { tmp = try ContainerTmp(root: rootFD, keep: configuration.keepTmp, lockFolder: configuration.lockFolder) } catch {
+        do {
+            tmp = try ContainerTmp(root: rootFD, keep: configuration.keepTmp, lockFolder: configuration.lockFolder,
+                                   device: configuration.layout.isDevice)
+        } catch {
             throw MountError.backingMissing(path: configuration.backing, errno: error.rawValue)
         }
         let rootStat: stat
@@ -152,7 +155,21 @@ public final class SandboxFileSystem: FileSystemOperations {
 
     func entry(for node: Node, stat: stat) -> Entry {
         Entry(node: node.id, stat: stat, attributeTimeout: configuration.attributeTimeout,
-              entryTimeout: configuration.entryTimeout)
+              entryTimeout: entryTimeout(of: node))
+    }
+
+    /// How long the kernel may trust a name. On a device, the UUID folders
+    /// come and go by `install` and `uninstall` in the backing directory:
+    /// the kernel keeps them no longer than attributes (a name it does not
+    /// find is not cached, so a new container shows at once).
+    func entryTimeout(of node: Node) -> Double {
+        guard nodes.layout.isDevice else { return configuration.entryTimeout }
+        switch zone(of: node) {
+        case .bundleContainer, .dataContainer, .groupContainer:
+            return min(configuration.entryTimeout, MountConfiguration.longestAttributeTimeout)
+        default:
+            return configuration.entryTimeout
+        }
     }
 
     func zone(of node: Node) -> Zone { nodes.zone(of: node) }

@@ -127,11 +127,7 @@ struct MountCommand: ParsableCommand {
         denialLog = denialLog.map(absolutePath)
         let backingPath = backing
         let mountPath = mountpoint
-        let name = try appName ?? Self.guessAppName(in: backingPath)
-        if let problem = ContainerLayout.problemWithAppName(name) {
-            throw Failure("app name \"\(name)\": \(problem)")
-        }
-        let layout = ContainerLayout(appName: name)
+        let (layout, name) = try DeviceMount.layout(backing: backingPath, appName: appName)
         let container = Container(backing: backingPath, layout: layout)
         let bundlePath = bundle
         let startState = try ProtectionArguments.deviceState(deviceState)
@@ -155,7 +151,7 @@ struct MountCommand: ParsableCommand {
                     throw Failure("\(backingPath): cannot create the container: \(error)")
                 }
             }
-            try MountChecks.container(container, bundleElsewhere: bundlePath != nil)
+            if !layout.isDevice { try MountChecks.container(container, bundleElsewhere: bundlePath != nil) }
             if !foreground {
                 try Daemon.startInBackground(logFile: log)
                 return
