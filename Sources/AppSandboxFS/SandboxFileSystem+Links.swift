@@ -36,7 +36,7 @@ extension SandboxFileSystem {
     /// resolves) fails here. Read from the table, not by walking the path:
     /// a walk through someone else's FUSE mount above could hang this
     /// thread. A rename between this answer and the kernel's walk of the
-    /// target is not covered (docs/security.md, issue 25).
+    /// target is not covered (docs/security.md).
     func mountpointPathLeadsHere() -> Bool {
         guard let device = mountedDevice.withLock({ $0 }) else { return false }
         let mountpoint = configuration.mountpoint
