@@ -20,8 +20,9 @@
 # DIR/sbin/...), as `make install DESTDIR=DIR` does, for install and
 # uninstall alike: a staged install, for a package or a test; it needs no
 # root when DIR is yours, and touches nothing outside DIR.
-# /etc/fuse.conf is left alone: root needs nothing there. Other users who
-# mount need `user_allow_other` in it (the driver mounts with allow_other);
+# /etc/fuse.conf is left alone: root needs nothing there, and other users
+# mount without it, for themselves alone (no allow_other). For their mounts
+# to have allow_other, as root's do, it needs `user_allow_other`;
 # APPSANDBOXFS_USER_ALLOW_OTHER=yes adds that line, and says so.
 set -euo pipefail
 caller=$PWD
@@ -109,7 +110,7 @@ if ! grep -qs '^user_allow_other' /etc/fuse.conf; then
         echo user_allow_other | $SUDO tee -a /etc/fuse.conf >/dev/null
         echo "setup: added user_allow_other to /etc/fuse.conf (APPSANDBOXFS_USER_ALLOW_OTHER=yes): users other than root may mount with allow_other"
     else
-        echo "setup: note: only root can mount containers here; for other users, add user_allow_other to /etc/fuse.conf (or run with APPSANDBOXFS_USER_ALLOW_OTHER=yes)"
+        echo "setup: note: users other than root mount containers for themselves alone (no allow_other); for allow_other, add user_allow_other to /etc/fuse.conf (or run with APPSANDBOXFS_USER_ALLOW_OTHER=yes)"
     fi
 fi
 

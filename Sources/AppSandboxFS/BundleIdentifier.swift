@@ -9,7 +9,14 @@ enum BundleIdentifier {
     /// (a descriptor), nil when there is no such file, it is not a property
     /// list, or it names no identifier.
     static func read(inBundle bundle: Int32) -> String? {
-        let fd = openat(bundle, "Info.plist", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        propertyList(named: "Info.plist", inFolder: bundle)?["CFBundleIdentifier"] as? String
+    }
+
+    /// The dictionary of the property list `name` (XML or binary) directly
+    /// inside the folder `folder` (a descriptor; a link is not followed),
+    /// nil when there is none (also an Info.plist, an entitlements plist).
+    static func propertyList(named name: String, inFolder folder: Int32) -> [String: Any]? {
+        let fd = openat(folder, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var status = stat()
@@ -22,11 +29,6 @@ enum BundleIdentifier {
             if count <= 0 { break }
             done += count
         }
-        return identifier(inPropertyList: Data(bytes[0..<done]))
-    }
-
-    static func identifier(inPropertyList data: Data) -> String? {
-        let plist = try? PropertyListSerialization.propertyList(from: data, options: [], format: nil)
-        return (plist as? [String: Any])?["CFBundleIdentifier"] as? String
+        return (try? PropertyListSerialization.propertyList(from: Data(bytes[0..<done]), options: [], format: nil)) as? [String: Any]
     }
 }

@@ -11,17 +11,28 @@ public final class ContainerMount: Sendable {
     public let session: FuseSession
     /// The options libfuse was given (for the log).
     public let mountOptions: [String]
-    private let configuration: MountConfiguration
+    /// The configuration as mounted: the one given, with what this
+    /// process's privileges allow (`MountPrivileges`: passthrough).
+    public let configuration: MountConfiguration
+    /// That others cannot reach the mount, told at `mount`.
+    private let otherUsersNote: String?
 
     /// Everything that can fail before anything in the backing directory
     /// changes (L1). `options`: `-o` options ("ro", "noexec", ...) besides
-    /// the ones every container has.
+    /// the ones every container has. `privileges`: the mounting process's
+    /// (allow_other and passthrough follow from them).
     public init(configuration: MountConfiguration, options: [String], debug: Bool = false, ioUring: Bool = false,
-                logger: Logger) throws {
+                privileges: MountPrivileges = .current(), logger: Logger) throws {
+        let decision = try privileges.decide(options: options, passthrough: configuration.usesPassthrough,
+                                             mountpoint: configuration.mountpoint)
+        var configuration = configuration
+        if !decision.passthrough { configuration.passthrough = false }
         self.configuration = configuration
+        otherUsersNote = decision.otherUsersNote
+        if let note = decision.passthroughNote { logger.notice("\(note)") }
         fileSystem = try SandboxFileSystem(configuration: configuration)
-        mountOptions = ["allow_other", "default_permissions", "fsname=\(configuration.backing)", "subtype=appsandboxfs"]
-            + options
+        mountOptions = decision.addedOptions
+            + ["default_permissions", "fsname=\(configuration.backing)", "subtype=appsandboxfs"] + options
         let transportLogger = logger
         session = try FuseSession(fileSystem: fileSystem, options: mountOptions, debug: debug,
                                   passthrough: configuration.usesPassthrough, killPrivV2: configuration.killPrivV2,
@@ -32,10 +43,12 @@ public final class ContainerMount: Sendable {
     /// Empties tmp (T2: a driver that was killed left it as it was; this also
     /// waits for an earlier driver of the container to finish clearing it),
     /// then mounts. `warn` gets what the user should hear of (tmp kept or
-    /// not fully emptied, no user xattrs in the backing file system).
+    /// not fully emptied, no user xattrs in the backing file system, no
+    /// allow_other for this user).
     /// `handlingSignals`: see `FuseSession.mount`.
     public func mount(handlingSignals: Bool = true, warn: (String) -> Void) throws {
         let backing = configuration.backing
+        if let otherUsersNote { warn(otherUsersNote) }
         do {
             let (outcome, failures) = try fileSystem.tmp.prepareForMount()
             if outcome == .inUseByAnotherDriver {

@@ -1,5 +1,6 @@
 import BackingStore
 import Glibc
+import SandboxPolicy
 import Synchronization
 import SystemPackage
 
@@ -51,6 +52,9 @@ public final class ContainerTmp: Sendable {
     /// T4: `--keep-tmp`.
     public let keep: Bool
     private let startWait: Int
+    /// A device (A6): the tmp of every data container, and tmp's lock is
+    /// taken on `Containers/Data/Application` (or its lock file).
+    private let device: Bool
 
     /// What happened to tmp at one end of the mount.
     public enum Outcome: Sendable, Equatable {
@@ -70,9 +74,10 @@ public final class ContainerTmp: Sendable {
     /// `startWait`: how long a starting driver waits for an ending one, in
     /// milliseconds.
     public init(root rootFD: FileDescriptor, keep: Bool, lockFolder: FileDescriptor? = nil,
-                startWait: Int = ContainerTmp.startWaitMilliseconds) throws(Errno) {
+                startWait: Int = ContainerTmp.startWaitMilliseconds, device: Bool = false) throws(Errno) {
         folder = try check { openat(rootFD.rawValue, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         self.keep = keep
+        self.device = device
         self.startWait = startWait
         var locks: (root: LockFile, tmp: LockFile)?
         var identity = stat()
@@ -151,7 +156,8 @@ public final class ContainerTmp: Sendable {
     /// `alone`: whether the root's exclusive lock is held already (nil: try
     /// to take it, without waiting).
     private func clear(thenRoot rootLock: Int32, alone: Bool?) throws(Failure) -> (Outcome, [TreeRemover.Failure]) {
-        let tmp = openat(folder, "tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        let tmp = device ? Self.openFolder(ContainerLayout.dataContainersPath, in: folder)
+            : openat(folder, "tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard tmp >= 0 else {
             let code = Errno(rawValue: errno)
             _ = root.take(rootLock)
@@ -187,9 +193,43 @@ public final class ContainerTmp: Sendable {
             return (.kept, [])
         }
         guard alone ?? root.take(LOCK_EX | LOCK_NB) else { return (.inUseByAnotherDriver, []) }
-        let failures = TreeRemover.removeContents(ofFolder: FileDescriptor(rawValue: tmp))
+        let failures = device ? Self.emptyEachTmp(inDataContainers: tmp)
+            : TreeRemover.removeContents(ofFolder: FileDescriptor(rawValue: tmp))
         lastDriver = rootLock == LOCK_UN
         return (.cleared, failures)
+    }
+
+    /// Opens a relative path one name at a time, following no link (-1 and
+    /// errno when it cannot).
+    private static func openFolder(_ path: String, in folder: Int32) -> Int32 {
+        var current = dup(folder)
+        for name in path.split(separator: "/") {
+            guard current >= 0 else { return -1 }
+            let next = openat(current, String(name), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            let saved = errno
+            close(current)
+            errno = saved
+            current = next
+        }
+        return current
+    }
+
+    /// Empties `<UUID>/tmp` of each data container in the folder
+    /// `applications` (T2, T3 in each container, A6); a tmp that is a link
+    /// is left alone.
+    private static func emptyEachTmp(inDataContainers applications: Int32) -> [TreeRemover.Failure] {
+        guard let names = try? BundleCopier.names(in: applications, path: ContainerLayout.dataContainersPath) else { return [] }
+        var failures: [TreeRemover.Failure] = []
+        for name in names {
+            let container = openat(applications, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard container >= 0 else { continue }
+            defer { close(container) }
+            let tmp = openat(container, "tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard tmp >= 0 else { continue }
+            defer { close(tmp) }
+            failures += TreeRemover.removeContents(ofFolder: FileDescriptor(rawValue: tmp))
+        }
+        return failures
     }
 }
 

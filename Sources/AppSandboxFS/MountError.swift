@@ -5,6 +5,10 @@ public enum MountError: Error, CustomStringConvertible {
     case backingMissing(path: String, errno: Int32)
     case denialLog(path: String, errno: Int32)
     case bundleMissing(path: String, errno: Int32)
+    /// `-o allow_other` (or allow_root) asked for by a user other than root
+    /// where /etc/fuse.conf has no `user_allow_other`: fusermount3 would
+    /// refuse it (`MountPrivileges`).
+    case otherUsersRefused(option: String, uid: uid_t)
 
     public var description: String {
         switch self {
@@ -15,6 +19,8 @@ public enum MountError: Error, CustomStringConvertible {
                 : "cannot open denial log \(path): \(String(cString: strerror(code)))"
         case .bundleMissing(let path, let code):
             "cannot open bundle \(path): \(String(cString: strerror(code)))"
+        case .otherUsersRefused(let option, let uid):
+            "-o \(option): fusermount3 lets a user other than root (uid \(uid)) ask for it only where /etc/fuse.conf has a line user_allow_other; to enable it, add that line as root (mount-scripts/setup.sh does with APPSANDBOXFS_USER_ALLOW_OTHER=yes), or mount without \(option) (then only uid \(uid) reaches the container)"
         }
     }
 }

@@ -410,6 +410,7 @@ final class NodeTable: Sendable {
         // to those few nodes' reference counts. None is needed: under the
         // lock no link changes, and each node met is held by the link of
         // the one before it, the first by the caller.
+        guard !layout.isDevice else { return deviceZoneLocked(node) }
         var current = Unmanaged.passUnretained(node)
         var first: Unmanaged<Node>?, second: Unmanaged<Node>?, third: Unmanaged<Node>?
         while let parent = current._withUnsafeGuaranteedRef({ $0.parent.map { Unmanaged.passUnretained($0) } }) {
@@ -421,6 +422,32 @@ final class NodeTable: Sendable {
         if let second { zone = second._withUnsafeGuaranteedRef { $0.name.withBytes { layout.zone(ofChild: $0, in: zone) } } }
         if let third { zone = third._withUnsafeGuaranteedRef { $0.name.withBytes { layout.zone(ofChild: $0, in: zone) } } }
         return zone
+    }
+
+    /// The same on a device, whose zones need the first
+    /// `ContainerLayout.deviceZoneDepth` names: the nodes met are kept in a
+    /// ring of that size on the stack, without references (as above).
+    private func deviceZoneLocked(_ node: Node) -> Zone {
+        let depth = ContainerLayout.deviceZoneDepth
+        return withUnsafeTemporaryAllocation(of: Unmanaged<Node>.self, capacity: depth) { ring in
+            var current = Unmanaged.passUnretained(node)
+            var count = 0
+            while let parent = current._withUnsafeGuaranteedRef({ $0.parent.map { Unmanaged.passUnretained($0) } }) {
+                ring[count % depth] = current
+                count += 1
+                current = parent
+            }
+            // The ring holds the last `min(count, depth)` nodes met, the one
+            // nearest the root at index (count - 1) % depth, going down from there.
+            var zone = layout.rootZone
+            var index = count - 1
+            let stop = max(count - depth, 0)
+            while index >= stop {
+                zone = ring[index % depth]._withUnsafeGuaranteedRef { $0.name.withBytes { layout.zone(ofChild: $0, in: zone) } }
+                index -= 1
+            }
+            return zone
+        }
     }
 
     /// The folder holding the node's name (nil for the root).

@@ -23,20 +23,53 @@ extension SandboxFileSystem {
 
     /// `body` may remove the last name of `name` in `folder` (unlink, rmdir,
     /// rename over it): its space is freed, or kept until its last close.
+    /// `bytes`: the new space it may need (a rename's new entry).
     @inline(__always)
-    func charged<T>(removing name: UnsafePointer<CChar>?, in folder: FileDescriptor,
+    func charged<T>(reserving bytes: Int64 = 0, removing name: UnsafePointer<CChar>?, in folder: FileDescriptor,
                     also others: @autoclosure () -> [FileDescriptor] = [],
                     _ body: () throws(Errno) -> T) throws(Errno) -> T {
         guard let capacity else { return try body() }
         let victim = name.flatMap { try? Backing.openPath(in: folder, $0) }
         defer { if let victim { Backing.close(victim) } }
-        return try capacity.change(reserving: 0, tracking: [folder] + others() + (victim.map { [$0] } ?? []), body)
+        return try capacity.change(reserving: bytes, tracking: [folder] + others() + (victim.map { [$0] } ?? []), body)
+    }
+
+    /// A rename of `name` in `from` to `newName` in `to`: may replace the
+    /// file at `newName`, and reserves the space of a new entry in `to`
+    /// when it may add one (`DiskSpace.renameMayAddEntry`). When that space
+    /// is not free but `newName` exists, the rename, which then adds no
+    /// entry, goes ahead without it.
+    func chargedRename(from: FileDescriptor, to: FileDescriptor, newName: UnsafePointer<CChar>, sameFolder: Bool,
+                       flags: RenameFlags, _ body: () throws(Errno) -> Void) throws(Errno) {
+        let exchange = flags.contains(.exchange)
+        let victim = exchange ? nil : newName
+        guard capacity != nil, DiskSpace.renameMayAddEntry(intoOtherFolder: !sameFolder, exchange: exchange) else {
+            return try charged(removing: victim, in: to, also: [from], body)
+        }
+        var ran = false
+        do throws(Errno) {
+            try charged(reserving: newEntrySpace, removing: victim, in: to, also: [from]) { () throws(Errno) in
+                ran = true
+                try body()
+            }
+        } catch {
+            guard error == .noSpace, !ran, (try? Backing.stat(in: to, newName)) != nil else { throw error }
+            try charged(removing: victim, in: to, also: [from], body)
+        }
     }
 
     /// A write through the driver: all of it, a prefix that fits, or ENOSPC.
+    /// The writeback of a shared mapping's dirty pages (`path` .pageCache)
+    /// is written whole and counted, even past the capacity
+    /// (`DiskSpace.writebackPassesCapacity`): only the backing file
+    /// system's own ENOSPC can refuse it.
     @inline(__always)
-    func chargedWrite(_ fd: FileDescriptor, at offset: off_t, length: Int, _ body: (Int) throws(Errno) -> Int) throws(Errno) -> Int {
+    func chargedWrite(_ fd: FileDescriptor, at offset: off_t, length: Int, path: DataPath = .caller,
+                      _ body: (Int) throws(Errno) -> Int) throws(Errno) -> Int {
         guard let capacity else { return try body(length) }
+        if DiskSpace.writebackPassesCapacity(fromPageCache: path == .pageCache, writebackCache: configuration.writebackCache) {
+            return try capacity.change(reserving: 0, tracking: [fd]) { () throws(Errno) in try body(length) }
+        }
         return try capacity.write(fd, offset: offset, length: length, body)
     }
 

@@ -87,7 +87,7 @@ extension SandboxFileSystem {
             // The bits go before the data, as the kernel removes them
             // (file_remove_privs) before it writes.
             if mustClearSetIDBits(request) { try Self.dropSetIDBits(descriptor(handle)) }
-            return try chargedWrite(descriptor(handle), at: offset, length: data.count) { (allowed) throws(Errno) in
+            return try chargedWrite(descriptor(handle), at: offset, length: data.count, path: path) { (allowed) throws(Errno) in
                 try Backing.pwrite(descriptor(handle), UnsafeRawBufferPointer(rebasing: data[..<allowed]), at: offset)
             }
         }, reply)

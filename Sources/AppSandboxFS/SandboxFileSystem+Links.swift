@@ -11,9 +11,17 @@ extension SandboxFileSystem {
     /// `.allow` when `target`, held by a link in `folder`, stays inside the
     /// container; else `denial`.
     func escapeVerdict(target: [UInt8], inFolder folder: Node, denial: Verdict) -> Verdict {
-        guard let inside = EscapeCheck.resolve(target: target, linkFolder: nodes.components(of: folder),
+        let linkFolder = nodes.components(of: folder)
+        guard let inside = EscapeCheck.resolve(target: target, linkFolder: linkFolder,
                                                mountpoint: configuration.mountpoint,
                                                readLink: { linkTarget(at: $0) }) else { return denial }
+        // On a device a link may not leave its own container (A6, its strict
+        // part: a data container's links into its app's bundle and group
+        // containers are refused too, for now).
+        if nodes.layout.isDevice {
+            guard let own = ContainerLayout.container(of: linkFolder),
+                  ContainerLayout.container(of: inside.components) == own else { return denial }
+        }
         return inside.throughMountpointPath && !mountpointPathLeadsHere() ? denial : .allow
     }
 
@@ -28,7 +36,7 @@ extension SandboxFileSystem {
     /// resolves) fails here. Read from the table, not by walking the path:
     /// a walk through someone else's FUSE mount above could hang this
     /// thread. A rename between this answer and the kernel's walk of the
-    /// target is not covered (docs/security.md, issue 25).
+    /// target is not covered (docs/security.md).
     func mountpointPathLeadsHere() -> Bool {
         guard let device = mountedDevice.withLock({ $0 }) else { return false }
         let mountpoint = configuration.mountpoint

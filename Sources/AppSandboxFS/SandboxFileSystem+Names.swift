@@ -303,7 +303,8 @@ extension SandboxFileSystem {
         send(guarded(operation, request, at: .child(parent, name.cString)) { () throws(Errno) in
             try parent.withFD { (from) throws(Errno) in
                 try newParent.withFD { (to) throws(Errno) in
-                    try charged(removing: flags.contains(.exchange) ? nil : newName.cString, in: to, also: [from]) { () throws(Errno) in
+                    try chargedRename(from: from, to: to, newName: newName.cString, sameFolder: newParent === parent,
+                                      flags: flags) { () throws(Errno) in
                         try backingRename(from: from, name.cString, to: to, newName.cString, target: target,
                                           in: newParent, flags: flags)
                     }

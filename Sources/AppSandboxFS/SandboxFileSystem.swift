@@ -43,6 +43,9 @@ public final class SandboxFileSystem: FileSystemOperations {
     /// noted once mounted: where the mountpoint's path must still lead for
     /// an absolute link target to count as inside (E1, E2).
     let mountedDevice = Locked<String?>(nil)
+    /// Whether the driver runs as root, which alone can give a file it
+    /// creates to another user (`giveToCaller`).
+    let driverIsRoot = geteuid() == 0
 
     /// Nodes, the descriptor cache and tmp close their own descriptors; the
     /// bundle's root (only ever opened from) is the file system's.
@@ -62,7 +65,10 @@ public final class SandboxFileSystem: FileSystemOperations {
         } catch {
             throw MountError.backingMissing(path: configuration.backing, errno: error.rawValue)
         }
-        do { tmp = try ContainerTmp(root: rootFD, keep: configuration.keepTmp, lockFolder: configuration.lockFolder) } catch {
+        do {
+            tmp = try ContainerTmp(root: rootFD, keep: configuration.keepTmp, lockFolder: configuration.lockFolder,
+                                   device: configuration.layout.isDevice)
+        } catch {
             throw MountError.backingMissing(path: configuration.backing, errno: error.rawValue)
         }
         let rootStat: stat
@@ -149,7 +155,21 @@ public final class SandboxFileSystem: FileSystemOperations {
 
     func entry(for node: Node, stat: stat) -> Entry {
         Entry(node: node.id, stat: stat, attributeTimeout: configuration.attributeTimeout,
-              entryTimeout: configuration.entryTimeout)
+              entryTimeout: entryTimeout(of: node))
+    }
+
+    /// How long the kernel may trust a name. On a device, the UUID folders
+    /// come and go by `install` and `uninstall` in the backing directory:
+    /// the kernel keeps them no longer than attributes (a name it does not
+    /// find is not cached, so a new container shows at once).
+    func entryTimeout(of node: Node) -> Double {
+        guard nodes.layout.isDevice else { return configuration.entryTimeout }
+        switch zone(of: node) {
+        case .bundleContainer, .dataContainer, .groupContainer:
+            return min(configuration.entryTimeout, MountConfiguration.longestAttributeTimeout)
+        default:
+            return configuration.entryTimeout
+        }
     }
 
     func zone(of node: Node) -> Zone { nodes.zone(of: node) }
@@ -199,12 +219,17 @@ public final class SandboxFileSystem: FileSystemOperations {
     /// unless the folder is set-group-ID (then the folder's group, which
     /// the backing store set). Through the descriptor of what the driver
     /// made (an O_PATH one for a folder, a link or a device), never by
-    /// name. Returns whether it changed the owner.
+    /// name. Returns whether it changed the owner. A driver that is not
+    /// root changes nothing: it cannot give a file away, and the file is
+    /// already its user's, who made the mount and (without allow_other) is
+    /// the only caller; where allow_other lets others in, their files stay
+    /// the mounting user's, as with any FUSE file system a user mounts.
     @discardableResult
     func giveToCaller(_ request: Request, _ fd: FileDescriptor, folder parent: Node) throws(Errno) -> Bool {
         let caller = request.caller
-        // The driver's own identity is root's: nothing to change.
-        if caller.uid == 0 && caller.gid == 0 { return false }
+        // A driver that is not root gives nothing away (see above); a
+        // caller whose identity is root's, the driver's own, needs nothing.
+        if !driverIsRoot || (caller.uid == 0 && caller.gid == 0) { return false }
         let parentStat = try parent.withFD { (folder) throws(Errno) in try Backing.stat(folder) }
         let inheritsGroup = parentStat.st_mode & S_ISGID != 0
         let gid = inheritsGroup ? gid_t.max : caller.gid

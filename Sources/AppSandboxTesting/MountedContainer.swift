@@ -69,8 +69,10 @@ public final class MountedContainer: Sendable {
         /// with SIGTERM, SIGINT, SIGHUP or SIGKILL stops serving (the mount
         /// goes) and other signals are not sent, `lock()` and `unlock()`
         /// change the device state directly, and `capacity` and
-        /// `extraArguments` (options of the program) are refused. Needs root
-        /// or `user_allow_other` in /etc/fuse.conf, as the program does.
+        /// `extraArguments` (options of the program) are refused. Works for
+        /// any user who can mount, as the program does (not as root: the
+        /// mount is that user's alone unless /etc/fuse.conf has
+        /// `user_allow_other`, and passthrough is off).
         public var inProcess: Bool
         /// Called with the backing directory before the mount: put files in
         /// place (the Inbox included, which the mount does not let a process

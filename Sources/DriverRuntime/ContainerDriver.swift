@@ -13,8 +13,8 @@ public struct DriverExit: Error {
     public init(_ code: Int32) { self.code = code }
 }
 
-/// One container's driver, from the checks to the exit: what `appsandboxfs
-/// mount` is. `run()` checks (L1: nothing changes when one fails), starts
+/// One container's (or one device's: `DeviceMount` tells them apart)
+/// driver, from the checks to the exit: what `appsandboxfs mount` is. `run()` checks (L1: nothing changes when one fails), starts
 /// itself in the background unless `foreground`, then logs, mounts,
 /// publishes the status record and the control socket (lock, unlock,
 /// reboot), serves until unmounted, empties tmp (T2) and cleans up.
@@ -34,11 +34,7 @@ public struct ContainerDriver: Sendable {
         let settings = configuration
         let backingPath = settings.backing
         let mountPath = settings.mountpoint
-        let name = try settings.appName ?? Self.guessAppName(in: backingPath)
-        if let problem = ContainerLayout.problemWithAppName(name) {
-            throw Failure("app name \"\(name)\": \(problem)")
-        }
-        let layout = ContainerLayout(appName: name)
+        let (layout, name) = try DeviceMount.layout(backing: backingPath, appName: settings.appName)
         let container = Container(backing: backingPath, layout: layout)
         let bundlePath = settings.bundle
         let readyFD = settings.readyFD
@@ -62,7 +58,7 @@ public struct ContainerDriver: Sendable {
                     throw Failure("\(backingPath): cannot create the container: \(error)")
                 }
             }
-            try MountChecks.container(container, bundleElsewhere: bundlePath != nil)
+            if !layout.isDevice { try MountChecks.container(container, bundleElsewhere: bundlePath != nil) }
             if !settings.foreground {
                 try Daemon.startInBackground(logFile: settings.log)
                 return
@@ -94,7 +90,7 @@ public struct ContainerDriver: Sendable {
         do {
             mount = try ContainerMount(configuration: configuration, options: settings.mountOptions,
                                        debug: settings.debug, ioUring: settings.ioUring, logger: logger)
-            logger.debug("\(mountPath): libfuse options \(mount.mountOptions.joined(separator: ",")); names cached \(configuration.entryTimeout) s, attributes \(configuration.attributeTimeout) s; \(configuration.maxThreads) threads; writeback \(configuration.writebackCache ? "on" : "off"), keep cache \(configuration.keepCache ? "on" : "off"), passthrough \(configuration.usesPassthrough ? "asked" : "off")")
+            logger.debug("\(mountPath): libfuse options \(mount.mountOptions.joined(separator: ",")); names cached \(configuration.entryTimeout) s, attributes \(configuration.attributeTimeout) s; \(configuration.maxThreads) threads; writeback \(configuration.writebackCache ? "on" : "off"), keep cache \(configuration.keepCache ? "on" : "off"), passthrough \(mount.configuration.usesPassthrough ? "asked" : "off")")
         } catch {
             if toSyslog { logger.error("\(backingPath) at \(mountPath): \(error)") }
             Daemon.reportFailure("\(error)", readyFD: readyFD)
@@ -109,10 +105,10 @@ public struct ContainerDriver: Sendable {
         // For `appsandboxfs status`: this driver's pid and options. (Whether
         // the kernel took passthrough up is known only once INIT is answered,
         // on the loop's first request: the transport logs it then.)
-        let statusRecord = StatusFile.publish(settings.recordOptions(passthrough: configuration.usesPassthrough),
+        let statusRecord = StatusFile.publish(settings.recordOptions(passthrough: mount.configuration.usesPassthrough),
                                               backing: backingPath, mountpoint: mountPath, appName: name,
                                               deviceState: settings.deviceState.rawValue)
-        logger.info("appsandboxfs \(Version.description): serving \(backingPath) at \(mountPath) as \(name) (pid \(getpid()), passthrough \(configuration.usesPassthrough ? "asked for" : "off"))")
+        logger.info("appsandboxfs \(Version.description): serving \(backingPath) at \(mountPath) as \(name) (pid \(getpid()), passthrough \(mount.configuration.usesPassthrough ? "asked for" : "off"))")
         // For `appsandboxfs lock|unlock|reboot`.
         let controlSocket = DeviceControl.serve(configuration.dataProtection, record: statusRecord)
         Daemon.reportReady(readyFD: readyFD)
@@ -144,7 +140,8 @@ public struct ContainerDriver: Sendable {
                                        debug: self.configuration.debug, ioUring: self.configuration.ioUring,
                                        logger: logger)
         try mount.mount(handlingSignals: false, warn: warn)
-        return (mount, configuration)
+        // As mounted: what this process's privileges allow (passthrough).
+        return (mount, mount.configuration)
     }
 
     /// Each node the kernel holds keeps a descriptor open: allow as many as

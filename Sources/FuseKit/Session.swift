@@ -125,14 +125,15 @@ public final class FuseSession: @unchecked Sendable {
         mounted = true
         let channel = box.takeUnretainedValue().passthrough
         let ring = box.takeUnretainedValue().ring
-        if channel.wanted || ring != nil {
-            // Before the loop reads INIT, whose reply must carry the grant.
-            var io = PassthroughChannel.io
-            let device = fuse_session_fd(session)
-            if fuse_session_custom_io(session, &io, device) == 0 {
-                channel.attach(device: device)
-                ring?.attach(session: session, device: device)
-            }
+        // Before the loop reads INIT, whose reply must carry the grants:
+        // always, since besides passthrough and the ring it asks for
+        // DIRECT_IO_ALLOW_MMAP, without which a direct I/O handle (a class
+        // A file's) cannot be mapped shared (ENODEV).
+        var io = PassthroughChannel.io
+        let device = fuse_session_fd(session)
+        if fuse_session_custom_io(session, &io, device) == 0 {
+            channel.attach(device: device)
+            ring?.attach(session: session, device: device)
         }
     }
 

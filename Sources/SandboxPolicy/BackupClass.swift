@@ -35,6 +35,14 @@ public enum BackupClass: String, Sendable, CaseIterable, Hashable {
         case .tmpFolder, .tmp: .temporary
         case .bundleFolder, .bundle: .bundle
         case .root, .rootOther: .outside
+        // A device (M2, a later slice): a group container's own entries are
+        // backed up (G1); the folders above the containers and the metadata
+        // plists belong to no backup domain.
+        case .groupContent: .backedUp
+        case .deviceRoot, .containersFolder, .bundleParentFolder, .bundleApplicationsFolder, .dataParentFolder,
+             .dataApplicationsFolder, .sharedParentFolder, .appGroupsFolder, .deviceOther, .containerMetadata,
+             .dataContainer, .groupContainer: .outside
+        case .bundleContainer: .bundle
         }
     }
 
@@ -62,6 +70,12 @@ extension Zone {
         case .preferencesFolder, .preferences: .preferencesFolder
         case .tmpFolder, .tmp: .tmpFolder
         case .rootOther: .rootOther
+        // A device: a container's own entries group under its root (the
+        // UUID folder's zone); the rest under the device's.
+        case .groupContent: .groupContainer
+        case .deviceRoot, .containersFolder, .bundleParentFolder, .bundleApplicationsFolder, .dataParentFolder,
+             .dataApplicationsFolder, .sharedParentFolder, .appGroupsFolder, .deviceOther: .deviceRoot
+        case .bundleContainer, .dataContainer, .groupContainer, .containerMetadata: self
         }
     }
 

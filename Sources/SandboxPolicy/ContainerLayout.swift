@@ -22,13 +22,32 @@ public struct ContainerLayout: Sendable, Hashable {
     /// The bundle folder's name at the container root: `appName + ".app"`.
     public let bundleName: String
 
+    /// Whether this is a device of many apps (`ContainerLayout.device`)
+    /// rather than one app's container.
+    public let isDevice: Bool
+
     /// `appName` must be a plain name: check it with `problemWithAppName(_:)` first.
     public init(appName: String) {
         precondition(Self.problemWithAppName(appName) == nil,
                      "not a plain app name: \(Self.problemWithAppName(appName) ?? "")")
         self.appName = appName
         self.bundleName = appName + ".app"
+        self.isDevice = false
     }
+
+    private init(device: Void) {
+        appName = ""
+        // No name is empty: no child of a data container's root is a bundle.
+        bundleName = ""
+        isDevice = true
+    }
+
+    /// A device of many apps (part three): see `DeviceLayout.swift`.
+    public static let device = ContainerLayout(device: ())
+
+    /// The zone of the mount's root.
+    @inlinable
+    public var rootZone: Zone { isDevice ? .deviceRoot : .root }
 
     /// The folders a container must have, relative to its root, in creation
     /// order (each after its parent). The bundle is not among them: it may
@@ -49,6 +68,9 @@ public struct ContainerLayout: Sendable, Hashable {
     @inlinable
     public func zone(ofChild name: some Collection<UInt8>, in parent: Zone) -> Zone {
         switch parent {
+        case .dataContainer:
+            if Self.isName(name, Self.metadataName) { return .containerMetadata }
+            fallthrough
         case .root:
             if Self.isName(name, bundleName) { return .bundleFolder }
             if Self.isName(name, "Documents") { return .documentsFolder }
@@ -69,6 +91,7 @@ public struct ContainerLayout: Sendable, Hashable {
         case .preferencesFolder, .preferences: return .preferences
         case .tmpFolder, .tmp: return .tmp
         case .rootOther: return .rootOther
+        default: return Self.deviceZone(ofChild: name, in: parent)
         }
     }
 
@@ -96,12 +119,17 @@ public struct ContainerLayout: Sendable, Hashable {
     /// its first `zoneDepth` ancestors' names (`NodeTree` relies on this).
     public static let zoneDepth = 3
 
+    /// The same for this layout: a device's containers lie four names
+    /// deeper (`Containers/Data/Application/<UUID>/Documents/Inbox/x`).
+    @inlinable
+    public var zoneDepth: Int { isDevice ? Self.deviceZoneDepth : Self.zoneDepth }
+
     /// The zone of a path given as components relative to the container root,
     /// e.g. `["Documents", "Inbox", "a.pdf"]`; `[]` is the root.
     /// The components must be folded already (no `.`, `..` or empty ones), as
     /// `EscapeCheck.resolveInside` returns them.
     public func zone(ofPath components: [String]) -> Zone {
-        var zone = Zone.root
+        var zone = rootZone
         for name in components {
             zone = self.zone(ofChild: name, in: zone)
         }
@@ -110,7 +138,7 @@ public struct ContainerLayout: Sendable, Hashable {
 
     /// The same for components given as bytes.
     public func zone(ofPath components: [[UInt8]]) -> Zone {
-        var zone = Zone.root
+        var zone = rootZone
         for name in components {
             zone = self.zone(ofChild: name, in: zone)
         }

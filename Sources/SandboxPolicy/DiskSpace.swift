@@ -35,6 +35,32 @@ public enum DiskSpace {
         return (allowed, fitting * blockSize)
     }
 
+    /// Whether a write is served even when it does not fit (Q2: nothing
+    /// written before is lost): the writeback of pages an app already
+    /// dirtied through a shared mapping. The kernel took those bytes at the
+    /// page fault without asking the driver (FUSE has no call at
+    /// page_mkwrite), and the app has no error to get, so refusing them
+    /// would only lose them: they are written and counted, the disk shows
+    /// full, and the next write(2), fallocate or create gets ENOSPC. With
+    /// the kernel's writeback cache every write(2) is page cache traffic
+    /// too and cannot be told apart, so then nothing passes (`mount`
+    /// refuses --capacity with --writeback).
+    public static func writebackPassesCapacity(fromPageCache: Bool, writebackCache: Bool) -> Bool {
+        fromPageCache && !writebackCache
+    }
+
+    /// Whether a rename may add an entry to its destination folder, so that
+    /// the space of one (a block of the folder) is reserved first and the
+    /// rename refused with ENOSPC when it is not free (Q2; ext4 answers a
+    /// rename that needs a new folder block on a full disk so). A move into
+    /// another folder may; a rename within one folder reuses the room its
+    /// old name frees, and an exchange only swaps two names. A rename over
+    /// an existing name needs no new entry either: the driver lets it go
+    /// ahead when the reservation does not fit and the name is there.
+    public static func renameMayAddEntry(intoOtherFolder: Bool, exchange: Bool) -> Bool {
+        intoOtherFolder && !exchange
+    }
+
     /// The blocks that hold `bytes` bytes from the start of a file.
     static func blocks(upTo bytes: Int64, _ blockSize: Int64) -> Int64 {
         bytes / blockSize + (bytes % blockSize == 0 ? 0 : 1)

@@ -18,6 +18,8 @@ public enum ProtectionPolicy {
     public static func classIsFixed(in zone: Zone) -> Bool {
         switch zone {
         case .root, .documentsFolder, .libraryFolder, .tmpFolder: true
+        // On a device, a data or group container's root (A6, G1).
+        case .dataContainer, .groupContainer: true
         default: false
         }
     }

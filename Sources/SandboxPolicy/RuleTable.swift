@@ -96,6 +96,21 @@ extension ZoneRules {
         case .tmpFolder:         .init(.allow, .eperm, .eperm, .eperm, .eperm, .eperm, .eperm, .allow) // T1, S2, S3, X5
         case .tmp:               .init(.allow, .allow, .allow, .allow, .allow, .allow, .allow, .allow) // T1, W3
         case .rootOther:         .init(.allow, .allow, .allow, .allow, .allow, .allow, .allow, .allow) // S1 (see above)
+        // A device (part three). Everything above the containers, the UUID
+        // folders and the metadata plists change only through the verbs:
+        // EPERM for every kind of change, the xattrs included (A3). A group
+        // container's root takes new entries (G1); its Library, Caches and
+        // Preferences are part one's rows (S2, S3); what the apps make there
+        // is theirs. A data container's root is part one's root below it.
+        case .deviceRoot:        .init(.eperm, .eperm, .eperm, .eperm, .eperm, .eperm, .eperm, .eperm) // A1, A3
+        case .containersFolder, .bundleParentFolder, .bundleApplicationsFolder, .dataParentFolder,
+             .dataApplicationsFolder, .sharedParentFolder, .appGroupsFolder, .deviceOther:
+                                 .init(.eperm, .eperm, .eperm, .eperm, .eperm, .eperm, .eperm, .eperm) // A1, A3
+        case .bundleContainer:   .init(.eperm, .eperm, .eperm, .eperm, .eperm, .eperm, .eperm, .eperm) // A2, A3
+        case .dataContainer:     .init(.eperm, .eperm, .eperm, .eperm, .eperm, .eperm, .eperm, .eperm) // A3, S1, S3
+        case .groupContainer:    .init(.allow, .eperm, .eperm, .eperm, .eperm, .eperm, .eperm, .eperm) // A3, G1
+        case .containerMetadata: .init(.eperm, .eperm, .eperm, .eperm, .eperm, .eperm, .eperm, .eperm) // A3
+        case .groupContent:      .init(.allow, .allow, .allow, .allow, .allow, .allow, .allow, .allow) // G1, W1, W3
         }
     }
 }

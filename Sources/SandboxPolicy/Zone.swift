@@ -49,4 +49,47 @@ public enum Zone: UInt8, Sendable, CaseIterable, Hashable {
     /// Library. One zone serves both the entry and its contents; see
     /// `SandboxPolicy.decide` for the one place where that matters (exchange).
     case rootOther
+
+    // A device of many apps (part three, A3, G1): the folders above the
+    // containers, the containers' own folders and their metadata. Only the
+    // verbs (`install`, `uninstall`) change them; see `ContainerLayout.device`.
+
+    /// The device's root.
+    case deviceRoot
+    /// `Containers`.
+    case containersFolder
+    /// `Containers/Bundle`.
+    case bundleParentFolder
+    /// `Containers/Bundle/Application`.
+    case bundleApplicationsFolder
+    /// `Containers/Data`.
+    case dataParentFolder
+    /// `Containers/Data/Application`.
+    case dataApplicationsFolder
+    /// `Containers/Shared`.
+    case sharedParentFolder
+    /// `Containers/Shared/AppGroup`.
+    case appGroupsFolder
+    /// Any other entry above the containers (the device record, a staging
+    /// folder of `install`) and everything below it.
+    case deviceOther
+    /// A bundle container's UUID folder: its `.app` (bundleFolder) and its
+    /// metadata plist, nothing else.
+    case bundleContainer
+    /// A data container's UUID folder: below it, part one's root.
+    case dataContainer
+    /// A group container's UUID folder (G1): it takes new entries.
+    case groupContainer
+    /// `.com.apple.mobile_container_manager.metadata.plist` in a container.
+    case containerMetadata
+    /// An entry of a group container's root other than Library and the
+    /// metadata plist, and everything below it: the apps' own (G1).
+    case groupContent
+
+}
+
+extension Zone {
+    /// The zones of one app's container (part one); the others are a
+    /// device's (part three). Tests of part one's table go over these.
+    public static let containerZones: [Zone] = allCases.filter { $0.rawValue <= Zone.rootOther.rawValue }
 }

@@ -23,5 +23,7 @@ struct AppSandboxFSCommand: ParsableCommand {
         subcommands: [InitCommand.self, MountCommand.self, UnmountCommand.self, DeliverCommand.self,
                       BackupReportCommand.self, PurgeCommand.self, BackupCommand.self, RestoreCommand.self,
                       EnvCommand.self, RunCommand.self, StatusCommand.self, UpdateCommand.self,
-                      LockCommand.self, UnlockCommand.self, RebootCommand.self])
+                      LockCommand.self, UnlockCommand.self, RebootCommand.self,
+                      DeviceCommand.self, InstallCommand.self, UninstallCommand.self, ListAppsCommand.self,
+                      GetAppContainerCommand.self])
 }

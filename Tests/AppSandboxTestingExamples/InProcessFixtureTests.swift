@@ -13,7 +13,7 @@ import MountInfo
 import Spawning
 import Testing
 
-@Suite("AppSandboxTesting: containers served in the test process", .enabled(if: MountedContainer.canConfine), .serialized)
+@Suite("AppSandboxTesting: containers served in the test process", .canMountContainers, .serialized)
 struct InProcessFixtureTests {
     static let inProcess = MountedContainer.Options(inProcess: true)
 

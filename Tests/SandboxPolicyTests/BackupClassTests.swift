@@ -38,7 +38,7 @@ struct BackupClassTests {
         #expect(Set(BackupClass.allCases.filter(\.isPurgeable)) == [.caches, .temporary])
     }
 
-    @Test("K1 a folder and its contents share a class", arguments: Zone.allCases)
+    @Test("K1 a folder and its contents share a class", arguments: Zone.containerZones)
     func folderAndContents(zone: Zone) {
         #expect(BackupClass.of(zone) == BackupClass.of(zone.systemFolder))
     }

@@ -64,4 +64,20 @@ struct DiskSpaceTests {
             #expect(!DiskSpace.fallocateMayAllocate(mode: mode), "mode \(mode)")
         }
     }
+
+    @Test("Q2 P6 the writeback of a shared mapping's pages passes the capacity (nothing written before is lost); write(2) does not, nor anything with the writeback cache")
+    func mappedPagesPass() {
+        #expect(DiskSpace.writebackPassesCapacity(fromPageCache: true, writebackCache: false))
+        #expect(!DiskSpace.writebackPassesCapacity(fromPageCache: false, writebackCache: false))
+        #expect(!DiskSpace.writebackPassesCapacity(fromPageCache: true, writebackCache: true))
+        #expect(!DiskSpace.writebackPassesCapacity(fromPageCache: false, writebackCache: true))
+    }
+
+    @Test("Q2 a rename into another folder may add an entry there; within one folder or an exchange it adds none")
+    func renameEntries() {
+        #expect(DiskSpace.renameMayAddEntry(intoOtherFolder: true, exchange: false))
+        #expect(!DiskSpace.renameMayAddEntry(intoOtherFolder: false, exchange: false))
+        #expect(!DiskSpace.renameMayAddEntry(intoOtherFolder: true, exchange: true))
+        #expect(!DiskSpace.renameMayAddEntry(intoOtherFolder: false, exchange: true))
+    }
 }

@@ -297,9 +297,10 @@ struct CapacityTests {
 
     /// Q1: the free space df shows is SIZE minus what the backing tree
     /// occupies, within 1 % of SIZE.
+    /// (None when it occupies more, as after a mapping's writeback.)
     static func expectWithinQ1(_ m: MountedContainer, _ label: String, sourceLocation: SourceLocation = #_sourceLocation) {
         let free = disk(m.mountpoint).free
-        let expected = capacity - occupied(m.backing)
+        let expected = max(0, capacity - occupied(m.backing))
         #expect(abs(free - expected) <= capacity / 100, "\(label): df free \(free), expected \(expected)",
                 sourceLocation: sourceLocation)
     }
@@ -397,6 +398,96 @@ struct CapacityTests {
             try writeFile(m.documents + "/after.txt", "still here\n")
             #expect(readFileText(m.documents + "/after.txt") == "still here\n")
             Self.expectWithinQ1(m, "after the calls")
+        }
+    }
+
+    // MARK: Fourth pass: mapped pages and renames on a full disk
+
+    @Test("Q2 P6 bytes written through a shared mapping on an almost full disk all reach the backing file (msync answers 0); the disk then shows full and a write(2) that does not fit gets ENOSPC; df within Q1")
+    func mappedWritesOnAFullDisk() throws {
+        try withMountedContainer(extraArguments: Self.arguments) { m in
+            // Fill the disk, then free 64 KiB: room for the new file, not
+            // for a mebibyte.
+            let filler = m.documents + "/filler.bin"
+            let filled = Self.fill(filler)
+            #expect(filled.errno == ENOSPC, "\(filled)")
+            #expect(RulesSys.truncate(filler, off_t(filled.written) - (64 << 10)) == 0)
+            let path = m.documents + "/mapped.bin"
+            let size = 1 << 20
+            let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+            try #require(fd >= 0, "create: \(posixError(errno))")
+            #expect(ftruncate(fd, off_t(size)) == 0)
+            let data = RulesSys.pattern(size, seed: 41)
+            let map = try #require(RulesSys.mmap(fd, size, PROT_READ | PROT_WRITE, MAP_SHARED), "mmap: \(posixError(errno))")
+            data.withUnsafeBytes { map.copyMemory(from: $0.baseAddress!, byteCount: size) }
+            // msync(MS_SYNC) writes the dirty pages back and answers what
+            // the writeback got: 0, as every page was written.
+            let synced = msync(map, size, MS_SYNC)
+            #expect(synced == 0, "msync: \(posixError(errno))")
+            #expect(munmap(map, size) == 0)
+            close(fd)
+            let stored = readFileBytes(m.backing + "/Documents/mapped.bin") ?? []
+            // (Compared outside #expect, whose report of two unequal
+            // mebibyte arrays would take hours to compute.)
+            let lost = zip(stored, data).filter { $0 != $1 }.count + max(0, size - stored.count)
+            #expect(lost == 0, "\(lost) of \(size) bytes written through the mapping are not in the backing file")
+            // The writeback is counted: the disk is full, and what needs
+            // space is refused at once.
+            #expect(Self.disk(m.mountpoint).free == 0, "df free \(Self.disk(m.mountpoint).free)")
+            let appender = open(filler, O_WRONLY | O_APPEND | O_CLOEXEC)
+            #expect(appender >= 0)
+            let more = RulesSys.pattern(64 << 10)
+            let wrote = more.withUnsafeBytes { write(appender, $0.baseAddress, $0.count) }
+            #expect(wrote == -1 && errno == ENOSPC, "write(2) past the capacity: \(wrote) \(posixError(errno))")
+            close(appender)
+            #expect(RulesSys.open(m.documents + "/new.txt", O_WRONLY | O_CREAT | O_EXCL) == ENOSPC)
+            // Overwriting blocks the file has needs no space.
+            let overwriter = open(path, O_WRONLY | O_CLOEXEC)
+            #expect(more.withUnsafeBytes { pwrite(overwriter, $0.baseAddress, $0.count, 0) } == more.count, "\(posixError(errno))")
+            close(overwriter)
+            Self.expectWithinQ1(m, "after the mapping's writeback")
+        }
+    }
+
+    @Test("Q2 a rename into another folder that would need a new folder block on a full disk fails with ENOSPC and leaves the name where it was; folders never grow past the capacity; a rename within a folder or over an existing name still works")
+    func renamesIntoFoldersOnAFullDisk() throws {
+        try withMountedContainer(extraArguments: Self.arguments) { m in
+            let folders = (0..<12).map { m.documents + "/f\($0)" }
+            for folder in folders { #expect(RulesSys.mkdir(folder) == 0) }
+            // Long names: 600 of them fill some 37 blocks of a folder.
+            let names = (0..<600).map { String(format: "n%04d", $0) + String(repeating: "x", count: 240) }
+            for name in names { #expect(RulesSys.open(folders[0] + "/" + name, O_WRONLY | O_CREAT | O_EXCL) == 0) }
+            try writeFile(folders[1] + "/existing", "replaced\n")
+            #expect(Self.fill(m.documents + "/filler.bin").errno == ENOSPC)
+            var moved = 0
+            var others: [Int32: Int] = [:]
+            for (index, name) in names.enumerated() {
+                var current = folders[0]
+                for folder in folders.dropFirst() {
+                    let result = RulesSys.rename(current + "/" + name, folder + "/" + name)
+                    if result == 0 {
+                        current = folder
+                        moved += 1
+                    } else if result != ENOSPC {
+                        others[result, default: 0] += 1
+                    }
+                }
+                if index == 0 {
+                    #expect(current == folders[0], "a rename into another folder on a full disk succeeded")
+                    #expect(RulesSys.lstat(folders[0] + "/" + name).rulesValue != nil, "the refused rename left no name")
+                }
+            }
+            #expect(others.isEmpty, "errnos other than ENOSPC: \(others)")
+            #expect(moved <= 15, "\(moved) renames into other folders succeeded on a full disk")
+            #expect(Self.occupied(m.backing) <= Self.capacity + Self.capacity / 100,
+                    "the backing tree occupies \(Self.occupied(m.backing)) of \(Self.capacity)")
+            Self.expectWithinQ1(m, "after the renames")
+            // A rename within one folder adds no entry; neither does one
+            // over an existing name in another folder.
+            #expect(RulesSys.rename(folders[0] + "/" + names[1], folders[0] + "/short") == 0)
+            #expect(RulesSys.rename(folders[0] + "/" + names[2], folders[1] + "/existing") == 0)
+            #expect(readFileText(folders[1] + "/existing") == "", "the replaced file is still there")
+            Self.expectWithinQ1(m, "after renames that add no entry")
         }
     }
 }

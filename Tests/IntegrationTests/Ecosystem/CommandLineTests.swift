@@ -224,11 +224,8 @@ struct EcosystemCommandLineTests {
             #expect(readme.contains("(\(doc))"), "README.md does not link \(doc)")
         }
         // The contract is stated in the repository, in docs/rules.md: no
-        // page points at a file outside it that a clone does not hold. Two
-        // pages still name the old specification files while others rewrite
-        // them; they leave this list when they point at docs/rules.md.
-        let stillNamingTheSpecification: Set = ["docs/protection.md", "docs/confinement.md"]
-        for document in documents where !stillNamingTheSpecification.contains(document) {
+        // page points at a file outside it that a clone does not hold.
+        for document in documents {
             let text = repositoryFile(document)
             for outside in ["../shared", "-semantics.md", "ios-facts.md", "seeds/"] {
                 #expect(!text.contains(outside), "\(document) points at \(outside), which is not in the repository: point at docs/rules.md")

@@ -196,6 +196,26 @@ struct LockScreenTests {
         }
     }
 
+    /// The same without passthrough (`--no-passthrough`, and what a driver
+    /// without CAP_SYS_ADMIN gets, issue 31): INIT's reply still asks for
+    /// DIRECT_IO_ALLOW_MMAP, which was asked for only beside passthrough.
+    @Test("P6 without passthrough (a driver that is not root): a class A file still maps shared, and a WAL SQLite database in it works")
+    func classASharedMappingWithoutPassthrough() throws {
+        try withMountedContainer(extraArguments: ["--no-passthrough"]) { m in
+            #expect(mkdir(m.documents + "/vault", 0o755) == 0)
+            #expect(Protect.setClass(m.documents + "/vault", classA) == 0)
+            let fd = try Protect.open(m.documents + "/vault/mapped", O_RDWR | O_CREAT).get()
+            defer { close(fd) }
+            #expect(ftruncate(fd, 4096) == 0)
+            let map = mmap(nil, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+            #expect(map != MAP_FAILED, "mmap MAP_SHARED of a class A file: \(String(cString: strerror(errno)))")
+            if let map, map != MAP_FAILED { munmap(map, 4096) }
+            let created = runProcess(["sqlite3", m.documents + "/vault/app.db",
+                                      "PRAGMA journal_mode=WAL; CREATE TABLE t(v); INSERT INTO t VALUES ('one'); SELECT count(*) FROM t;"])
+            #expect(created.status == 0 && created.stdout == "wal\n1\n", "sqlite3 in a class A folder: \(created.stderr)")
+        }
+    }
+
     @Test("P6 within the grace class A files still open; class B files do not (the grace is class A's only)")
     func withinGrace() throws {
         try withMountedContainer { m in

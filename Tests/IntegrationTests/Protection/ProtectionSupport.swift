@@ -114,7 +114,16 @@ extension Result where Failure == RulesErrno {
 enum ControlSocket {
     /// Sends one request line to the driver `pid`; its answer line ("ok locked").
     static func path(driverPID pid: pid_t) -> String {
-        (environment("APPSANDBOXFS_STATE_DIR") ?? "/run/appsandboxfs") + "/\(pid).control"
+        stateDirectory + "/\(pid).control"
+    }
+
+    /// The drivers' state folder, chosen as `StatusFile.directory` chooses
+    /// it: a user other than root has one of their own (issue 31).
+    static var stateDirectory: String {
+        let set = { (name: String) in environment(name).flatMap { $0.isEmpty ? nil : $0 } }
+        if let override = set("APPSANDBOXFS_STATE_DIR") { return override }
+        if geteuid() == 0 { return "/run/appsandboxfs" }
+        return set("XDG_RUNTIME_DIR").map { $0 + "/appsandboxfs" } ?? "/tmp/appsandboxfs-\(geteuid())"
     }
 
     static func send(_ request: String, driverPID pid: pid_t) -> String {

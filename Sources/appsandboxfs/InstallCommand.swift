@@ -1,0 +1,76 @@
+import AppSandboxFS
+import ArgumentParser
+import DriverRuntime
+import Foundation
+
+/// `appsandboxfs install MOUNTPOINT APPDIR` (A2, G1).
+struct InstallCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "install",
+        abstract: "Install an app on a device: a new bundle container with a copy of APPDIR, a data container, its group containers.",
+        discussion: """
+            Installing an id that is installed already is an update: a new bundle container,
+            the data container kept. Prints the bundle id, the data container's path and each
+            group container's path, one per line; what the copy left out (U1) goes to standard error.
+            Examples:
+              appsandboxfs install /mnt/phone build/Notes.app
+              appsandboxfs install /mnt/phone build/Notes.app --bundle-id com.example.notes --group group.com.example
+            """)
+
+    @Argument(help: "The mounted device (or its backing directory).")
+    var device: String
+
+    @Argument(help: "The app's folder (NAME or NAME.app): copied as NAME.app.")
+    var appDirectory: String
+
+    @Option(help: "The bundle id. Default: CFBundleIdentifier of APPDIR/Info.plist.")
+    var bundleID: String?
+
+    @Option(help: "An App Group the app lists (repeat for several). Default: the application-groups of an entitlements plist in APPDIR.")
+    var group: [String] = []
+
+    func run() throws {
+        let device = try DeviceArgument(self.device)
+        let installed: DeviceInstaller.Installed
+        do {
+            installed = try DeviceInstaller(backing: device.backing).install(
+                appFolder: absolutePath(appDirectory), bundleID: bundleID, groups: group.isEmpty ? nil : group)
+        } catch {
+            throw Failure("\(error)")
+        }
+        for line in installed.leftOut.lines { FileHandleless.warn("left out of the bundle (U1): \(line)") }
+        let app = installed.app
+        print(app.bundleID)
+        print(app.dataPath.map(device.shown) ?? "")
+        for group in app.groups {
+            print(installed.catalog.groupPath(group).map(device.shown) ?? "")
+        }
+    }
+}
+
+/// `appsandboxfs uninstall MOUNTPOINT ID` (A5).
+struct UninstallCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "uninstall",
+        abstract: "Remove an app from a device: its bundle and data containers, and each group container no other app lists.",
+        discussion: """
+            Exits 1 when the id is not installed.
+            Example:
+              appsandboxfs uninstall /mnt/phone com.example.notes
+            """)
+
+    @Argument(help: "The mounted device (or its backing directory).")
+    var device: String
+
+    @Argument(help: "The app's bundle id.")
+    var bundleID: String
+
+    func run() throws {
+        let device = try DeviceArgument(self.device)
+        let removed: DeviceInstaller.Uninstalled?
+        do { removed = try DeviceInstaller(backing: device.backing).uninstall(bundleID: bundleID) } catch {
+            throw Failure("\(error)")
+        }
+        guard removed != nil else { throw Failure("\(device.path): no app \(bundleID) is installed") }
+    }
+}
