@@ -53,9 +53,14 @@ public enum GroupContainers {
     /// The map the environment holds; empty when it holds none (or not an
     /// object of strings).
     public static func fromEnvironment() -> [String: String] {
-        guard let text = ProcessInfo.processInfo.environment[environmentName],
-              let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else { return [:] }
-        return object.compactMapValues { $0 as? String }
+        map(ProcessInfo.processInfo.environment[environmentName])
+    }
+
+    /// The map `text` holds: a JSON object of group ids to absolute paths;
+    /// anything else is no map (and so no group).
+    public static func map(_ text: String?) -> [String: String] {
+        guard let text, let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else { return [:] }
+        return object.compactMapValues { $0 as? String }.filter { $0.value.hasPrefix("/") }
     }
 }
 

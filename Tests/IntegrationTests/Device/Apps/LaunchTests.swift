@@ -85,7 +85,7 @@ private let sqliteHolder = """
             #expect(out.contains("bundles=\((bundle as NSString).deletingLastPathComponent.split(separator: "/").last!) \n"), "\(out)")
             #expect(out.contains("data=\((data as NSString).lastPathComponent) \n"), "\(out)")
             #expect(out.contains("shared=\((group as NSString).lastPathComponent) \n"), "\(out)")
-            #expect(out.contains("backing= \n"), "\(out)")
+            #expect(out.contains("backing=\n"), "\(out)")
             #expect(out.contains("other=absent\n"), "\(out)")
             #expect(out.contains("bundle=") && out.contains("Read-only file system"), "\(out)")
             #expect(out.contains("documents=writable\n"), "\(out)")
@@ -126,7 +126,7 @@ private let sqliteHolder = """
             let removed = device.run("uninstall", ["com.example.notes", "--kill"])
             #expect(removed.status == 0, "\(removed)")
             #expect(waitForExit(launch, timeout: 30) == .exited(128 + SIGKILL))
-            #expect(!exists(data))
+            #expect(device.run("get_app_container", ["com.example.notes", "data"]).status == 1)
         }
     }
 
