@@ -1,13 +1,15 @@
 import ArgumentParser
 import ContainerBackup
 import Foundation
+import SandboxPolicy
 
 struct BackupReportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "backup-report",
         abstract: "Show what an iOS backup of a container would hold, what it leaves out and why (K1), and what the Data Storage Guidelines advise against.",
         discussion: """
-            CONTAINER is a backing directory or the mountpoint of a mounted container.
+            CONTAINER is a backing directory or the mountpoint of a mounted container; on a
+            device, with --app ID, the device, and the report is on the app's data container (A6).
             A backup holds Documents (Inbox included) and Library, except Library/Caches
             and except what carries a "do not back up" flag
             (com.apple.metadata:com_apple_backup_excludeItem, or com.apple.MobileBackup = 1)
@@ -18,6 +20,7 @@ struct BackupReportCommand: ParsableCommand {
             cannot be read. The JSON schema is in docs/backup.md.
             Examples:
               appsandboxfs backup-report /mnt/MyApp
+              appsandboxfs backup-report /mnt/phone --app com.example.notes
               appsandboxfs backup-report ~/MyApp --json --strict --large-file-threshold 5M
             """)
 
@@ -40,6 +43,9 @@ struct BackupReportCommand: ParsableCommand {
     @Option(help: "The app's name. Default: the one *.app folder in the container.")
     var appName: String?
 
+    @Option(help: ArgumentHelp("On a device: report on this app's data container (A6).", valueName: "bundle id"))
+    var app: String?
+
     func validate() throws {
         if ByteCount.parse(largeFileThreshold) == nil {
             throw ValidationError("--large-file-threshold \(largeFileThreshold): give bytes, or a number with K, M or G")
@@ -48,8 +54,16 @@ struct BackupReportCommand: ParsableCommand {
     }
 
     func run() throws {
-        let argument = try ContainerArgument(container)
-        let layout = try argument.layout(appName: appName)
+        let argument: ContainerArgument
+        let layout: ContainerLayout
+        if let app {
+            let data = try DeviceAppArgument(device: container, bundleID: app)
+            argument = try ContainerArgument(backing: data.backing)
+            layout = try argument.layout(appName: data.app.name)
+        } else {
+            argument = try ContainerArgument(container)
+            layout = try argument.layout(appName: appName)
+        }
         let scan: BackupScan
         do {
             scan = try BackupScan.run(root: argument.backing, layout: layout,
