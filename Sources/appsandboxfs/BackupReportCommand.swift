@@ -1,5 +1,6 @@
 import ArgumentParser
 import ContainerBackup
+import AppSandboxFS
 import Foundation
 import SandboxPolicy
 
@@ -10,6 +11,8 @@ struct BackupReportCommand: ParsableCommand {
         discussion: """
             CONTAINER is a backing directory or the mountpoint of a mounted container; on a
             device, with --app ID, the device, and the report is on the app's data container (A6).
+            A device without --app is reported by iOS backup domain (M2): AppDomain-<bundle id>
+            for each data container, AppDomainGroup-<group id> for each group container.
             A backup holds Documents (Inbox included) and Library, except Library/Caches
             and except what carries a "do not back up" flag
             (com.apple.metadata:com_apple_backup_excludeItem, or com.apple.MobileBackup = 1)
@@ -53,6 +56,18 @@ struct BackupReportCommand: ParsableCommand {
         if top < 0 { throw ValidationError("--top must be 0 or more") }
     }
 
+    /// M2: a device's report, by backup domain.
+    func reportDevice() throws {
+        let device = try DeviceArgument(container)
+        let report = DeviceBackup.report(try DeviceBackup.scan(device, threshold: ByteCount.parse(largeFileThreshold)!), device: device)
+        if json {
+            try JSONOutput.print(report)
+        } else {
+            print(DeviceBackup.table(report), terminator: "")
+        }
+        if strict && !report.findings.isEmpty { throw ExitCode(2) }
+    }
+
     func run() throws {
         let argument: ContainerArgument
         let layout: ContainerLayout
@@ -62,6 +77,10 @@ struct BackupReportCommand: ParsableCommand {
             layout = try argument.layout(appName: data.app.name)
         } else {
             argument = try ContainerArgument(container)
+            if Device.isDevice(argument.backing) {
+                try reportDevice()
+                return
+            }
             layout = try argument.layout(appName: appName)
         }
         let scan: BackupScan
