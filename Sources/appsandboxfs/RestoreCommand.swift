@@ -27,13 +27,13 @@ struct RestoreCommand: ParsableCommand {
             restores). What was left out is listed, one line per kind. Give
             --preserve-privileges to restore all of it as the archive says (only for an
             archive you made yourself and trust).
+            A device's backup (M2) is restored onto a device (its mountpoint, or its backing
+            directory) with the same bundle and group ids installed and no app launched: each
+            domain replaces the data of the matching container, its metadata kept.
             Examples:
               appsandboxfs restore MyApp-backup.tar ~/containers/MyApp-restored
               appsandboxfs restore MyApp-backup.tar ~/containers/MyApp --replace
               appsandboxfs restore phone-backup.tar /mnt/phone
-            A device's backup (M2) is restored onto a device (its mountpoint, or its backing
-            directory) with the same bundle and group ids installed and no app launched: each
-            domain replaces the data of the matching container, its metadata kept.
             """)
 
     @Argument(help: "The archive to read, or - for standard input.")
