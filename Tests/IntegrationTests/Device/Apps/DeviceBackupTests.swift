@@ -86,7 +86,7 @@ struct DeviceBackupTests {
             #expect(waitFor { readFileText(a[1] + "/Documents/a.txt") == "12345" }, "A's Documents restored")
             #expect(readFileText(a[1] + "/Library/Preferences/p.plist") == "prefs")
             #expect(access(a[1] + "/Documents/new.txt", F_OK) != 0, "what was there is replaced")
-            #expect(readFileText(a[2] + "/Database/db.sqlite") == "0123456789")
+            #expect(waitFor { readFileText(a[2] + "/Database/db.sqlite") == "0123456789" })
             #expect(try RulesSys.list(a[1] + "/Library/Caches").get() == [])
             #expect(readPlist(a[1] + "/" + Self.metadata)?["MCMMetadataIdentifier"] as? String == "com.example.a")
             #expect(d.run("listapps", ["--json"]).stdout == listed, "the same apps, UUIDs and groups")
@@ -115,8 +115,8 @@ struct DeviceBackupTests {
                 #expect(restored.status == 0, "\(restored)")
                 let data = other.lines(a.stdout)[1], group = other.lines(a.stdout)[2]
                 #expect(waitFor { readFileText(data + "/Documents/a.txt") == "12345" })
-                #expect(readFileText(group + "/Database/db.sqlite") == "0123456789")
-                #expect(readFileText(other.lines(b.stdout)[1] + "/Documents/b.txt") == "b")
+                #expect(waitFor { readFileText(group + "/Database/db.sqlite") == "0123456789" })
+                #expect(waitFor { readFileText(other.lines(b.stdout)[1] + "/Documents/b.txt") == "b" })
             }
         }
     }
