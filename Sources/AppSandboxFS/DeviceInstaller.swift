@@ -80,10 +80,7 @@ public struct DeviceInstaller {
         for group in groups where before.groupContainers[group] == nil {
             try build(in: staging, root: root, into: ContainerLayout.groupContainersPath, owner: who,
                       metadata: [DeviceCatalog.identifierKey: group, DeviceCatalog.contentClassKey: 7]) { folder, path in
-                for relative in ContainerLayout.groupFolders {
-                    close(try Device.openFolder(relative, in: folder, path: path, create: true))
-                    try Self.chown(relative, in: folder, path: path, owner: who)
-                }
+                try Device.layOutGroup(in: folder, path: path, owner: who)
             }
         }
         // The data container: kept when the app is installed already.

@@ -13,12 +13,14 @@ final class MountedDevice {
     var denialLog: String { root + "/denials.log" }
 
     /// `parent`: outsideTemporaryFolders for `launch` (confined, R1).
-    init(initArguments: [String] = [], mountArguments: [String] = [], in parent: String = "/tmp") throws {
+    /// With `mountLater`, the device is made but not mounted (the test mounts it).
+    init(initArguments: [String] = [], mountArguments: [String] = [], in parent: String = "/tmp",
+         mountLater: Bool = false) throws {
         root = try makeTemporaryDirectory(prefix: "device-apps", in: parent)
         try makeDirectory(mountpoint)
         let made = runProcess([Binaries.appsandboxfs, "device", "init", backing] + initArguments)
         guard made.status == 0 else { throw SupportError("device init: \(made)") }
-        try mount(mountArguments)
+        if !mountLater { try mount(mountArguments) }
     }
 
     func mount(_ extra: [String] = []) throws {
