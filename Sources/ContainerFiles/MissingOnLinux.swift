@@ -51,9 +51,22 @@ public enum GroupContainers {
     public static let environmentName = "APPSANDBOXFS_GROUP_CONTAINERS"
 
     /// The map the environment holds; empty when it holds none (or not an
-    /// object of strings).
+    /// object of strings). Inside `acting`'s scope, that map instead.
     public static func fromEnvironment() -> [String: String] {
-        map(ProcessInfo.processInfo.environment[environmentName])
+        if let acting { return acting }
+        return map(ProcessInfo.processInfo.environment[environmentName])
+    }
+
+    /// Group id to path for code run in a test process as one app of a
+    /// device (AppSandboxTesting's `MountedDevice.actAs`): a task-local
+    /// value, so that tests acting as different apps at once do not mix;
+    /// nil (the environment decides) elsewhere.
+    @TaskLocal public static var acting: [String: String]?
+
+    /// The environment variable's value for `map` (what `launch` sets).
+    public static func json(_ map: [String: String]) -> String {
+        let data = (try? JSONSerialization.data(withJSONObject: map, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+        return String(decoding: data, as: UTF8.self)
     }
 
     /// The map `text` holds: a JSON object of group ids to absolute paths;

@@ -58,10 +58,9 @@ struct LaunchCommand: ParsableCommand {
         let executable = bundle + "/" + (try Self.executableName(in: bundle) ?? app.name)
         let groups = app.groups.compactMap { group in catalog.groupPath(group).map { (id: group, path: $0) } }
         let map = Dictionary(uniqueKeysWithValues: groups.map { ($0.id, device.shown($0.path)) })
-        let json = try JSONSerialization.data(withJSONObject: map, options: [.sortedKeys, .withoutEscapingSlashes])
         let environment = ContainerEnvironment.variables(root: device.shown(data))
             + (FoundationBridgeLibrary.preload.map { [("LD_PRELOAD", $0)] } ?? [])
-            + [(GroupContainers.environmentName, String(decoding: json, as: UTF8.self))]
+            + [(GroupContainers.environmentName, GroupContainers.json(map))]
         let world = ConfinedRun.AppWorld(tmpFolder: data + "/tmp", viewRoot: "Containers",
                                          readOnly: [app.bundleContainerPath],
                                          readWrite: [data] + groups.map(\.path),
