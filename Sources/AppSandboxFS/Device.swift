@@ -54,6 +54,18 @@ public struct Device: Sendable {
         }
     }
 
+    /// Makes a group container's folders (G1) in the folder `folder`, owned
+    /// by `owner` (`install`, and a device restore of its domain, M2).
+    public static func layOutGroup(in folder: Int32, path: String, owner: (uid: uid_t, gid: gid_t)) throws {
+        for relative in ContainerLayout.groupFolders {
+            let fd = try openFolder(relative, in: folder, path: path, create: true)
+            defer { close(fd) }
+            guard fchown(fd, owner.uid, owner.gid) == 0 else {
+                throw ContainerError("\(path)/\(relative): cannot give it to \(owner.uid): \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
     /// Opens the folder at a relative path below `folder`, one name at a
     /// time without following a link, making the missing ones with `create`.
     static func openFolder(_ path: String, in folder: Int32, path shown: String, create: Bool = false) throws -> Int32 {

@@ -39,7 +39,11 @@ public struct DeviceInstaller {
     /// Installs (or updates) the app in the folder `appFolder`. `bundleID`:
     /// else the Info.plist's CFBundleIdentifier; `groups`: else the
     /// entitlements plist's application groups.
-    public func install(appFolder: String, bundleID givenID: String?, groups givenGroups: [String]?) throws -> Installed {
+    ///
+    /// `check` is given the bundle id before anything changes, and may
+    /// refuse by throwing (the command line: an update while the app runs).
+    public func install(appFolder: String, bundleID givenID: String?, groups givenGroups: [String]?,
+                        check: (String) throws -> Void = { _ in }) throws -> Installed {
         let source = open(appFolder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard source >= 0 else { throw ContainerError("\(appFolder): \(String(cString: strerror(errno)))") }
         defer { close(source) }
@@ -49,6 +53,7 @@ public struct DeviceInstaller {
         if let problem = ContainerLayout.problemWithIdentifier(bundleID) {
             throw ContainerError("bundle id \"\(bundleID)\": \(problem)")
         }
+        try check(bundleID)
         var groups: [String] = []
         for group in givenGroups ?? Self.entitlementGroups(in: source) where !groups.contains(group) {
             if let problem = ContainerLayout.problemWithIdentifier(group) {
@@ -75,10 +80,7 @@ public struct DeviceInstaller {
         for group in groups where before.groupContainers[group] == nil {
             try build(in: staging, root: root, into: ContainerLayout.groupContainersPath, owner: who,
                       metadata: [DeviceCatalog.identifierKey: group, DeviceCatalog.contentClassKey: 7]) { folder, path in
-                for relative in ContainerLayout.groupFolders {
-                    close(try Device.openFolder(relative, in: folder, path: path, create: true))
-                    try Self.chown(relative, in: folder, path: path, owner: who)
-                }
+                try Device.layOutGroup(in: folder, path: path, owner: who)
             }
         }
         // The data container: kept when the app is installed already.

@@ -15,12 +15,16 @@ extension SandboxFileSystem {
         guard let inside = EscapeCheck.resolve(target: target, linkFolder: linkFolder,
                                                mountpoint: configuration.mountpoint,
                                                readLink: { linkTarget(at: $0) }) else { return denial }
-        // On a device a link may not leave its own container (A6, its strict
-        // part: a data container's links into its app's bundle and group
-        // containers are refused too, for now).
+        // On a device a link leads within its own container, or from a data
+        // container into its app's bundle and groups (A6): what the app
+        // owns is read from the device's metadata only when needed.
         if nodes.layout.isDevice {
-            guard let own = ContainerLayout.container(of: linkFolder),
-                  ContainerLayout.container(of: inside.components) == own else { return denial }
+            let allowed = EscapeCheck.deviceLinkAllowed(from: DeviceContainer(linkFolder), to: DeviceContainer(inside.components)) { dataUUID in
+                try? nodes.root.withFD { (root) throws(Errno) in
+                    deviceOwners.owned(dataUUID: dataUUID, root: root.rawValue, path: configuration.backing)
+                }
+            }
+            guard allowed else { return denial }
         }
         return inside.throughMountpointPath && !mountpointPathLeadsHere() ? denial : .allow
     }

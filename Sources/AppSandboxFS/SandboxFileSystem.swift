@@ -28,6 +28,8 @@ public final class SandboxFileSystem: FileSystemOperations {
     let bundleName: [UInt8]
     /// The disk of `mount --capacity` (Q1-Q3), nil without one.
     let capacity: CapacityLedger?
+    /// On a device, what each app owns, for its links (A6); learned lazily.
+    let deviceOwners = DeviceOwners()
     /// tmp's life with this mount (T2-T4), from the root descriptor opened
     /// at mount: the driver empties it before mounting and after its
     /// session ends.

@@ -414,7 +414,7 @@ public final class MountedContainer: Sendable {
 
     /// Starts `appsandboxfs mount ... --foreground` and waits until the
     /// mount is ready; in-process, mounts and starts serving.
-    private static func startDriver(_ arguments: [String], backing: String, mountpoint: String, appName: String,
+    static func startDriver(_ arguments: [String], backing: String, mountpoint: String, appName: String,
                                     root: String, options: Options) throws -> any ContainerServer {
         if options.inProcess {
             return try FixtureSystem.serveInProcess(backing: backing, mountpoint: mountpoint, appName: appName,
@@ -583,7 +583,7 @@ public final class MountedContainer: Sendable {
         return String(bundles[0].dropLast(4))
     }
 
-    private static func makeTemporaryFolder(in folder: String) throws -> String {
+    static func makeTemporaryFolder(in folder: String) throws -> String {
         if mkdir(folder, 0o755) != 0 && errno != EEXIST {
             throw FixtureError("mkdir \(folder): \(String(cString: strerror(errno)))")
         }
@@ -598,13 +598,13 @@ public final class MountedContainer: Sendable {
 
     /// Root unmounts with umount2(2) (what fusermount3 does for root, without
     /// a process start); others through fusermount3.
-    private static func unmountCommand(_ mountpoint: String) -> ProcessResult {
+    static func unmountCommand(_ mountpoint: String) -> ProcessResult {
         if let answer = FixtureSystem.unmountAsRoot(mountpoint) { return answer }
         let arguments = Subprocess.onPath("fusermount3").map { [$0, "-u", mountpoint] } ?? ["umount", mountpoint]
         return (try? Subprocess.run(arguments, timeout: 30)) ?? ProcessResult(status: 127, standardOutput: "", standardError: "cannot run \(arguments[0])")
     }
 
-    private static func lazyUnmount(_ mountpoint: String) {
+    static func lazyUnmount(_ mountpoint: String) {
         if let fusermount = Subprocess.onPath("fusermount3") {
             _ = try? Subprocess.run([fusermount, "-u", "-z", mountpoint], timeout: 30)
         }

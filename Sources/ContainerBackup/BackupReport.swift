@@ -156,6 +156,8 @@ public struct BackupScan: Sendable {
     public var members: [RawName]
     /// Their sizes, in the same order (for progress).
     public var memberSizes: [Int64]
+    /// Their kinds, in the same order (a device's domains count files, M2).
+    public var memberKinds: [EntryKind] = []
 
     /// Entries found at the root that iOS itself puts there; they are no
     /// `entry-at-root` finding.
@@ -210,6 +212,7 @@ public struct BackupScan: Sendable {
         let listMembers: Bool
         var members: [RawName] = []
         var memberSizes: [Int64] = []
+        var memberKinds: [EntryKind] = []
         var zoneIndex: [Zone: Int] = [:]
         var topIndex: [[RawName]: Int] = [:]
         /// The exclusion whose subtree the walk is in, with its depth.
@@ -228,7 +231,9 @@ public struct BackupScan: Sendable {
 
         mutating func add(_ entry: ContainerEntry) {
             let systemFolder = entry.zone.systemFolder
-            let row = zoneIndex[systemFolder]!
+            // A device's own folders and containers have no row of their
+            // own: they count as other entries (M2 groups them by domain).
+            let row = zoneIndex[systemFolder] ?? zoneIndex[.rootOther]!
             report.protection.entries.append(.init(path: entry.displayPath, protection: entry.protection.protection.rawValue,
                                                    explicit: entry.protection.explicit))
             report.zones[row].total.add(entry)
@@ -266,6 +271,7 @@ public struct BackupScan: Sendable {
                 if listMembers {
                     members.append(entry.path)
                     memberSizes.append(entry.size)
+                    memberKinds.append(entry.kind)
                 }
             }
             findings(for: entry)
@@ -333,7 +339,7 @@ public struct BackupScan: Sendable {
                     kind: .leftInTmp, path: top.path, bytes: top.total.bytes,
                     message: "left in tmp (\(describe(top.total))): delete temporary files when done with them; iOS empties tmp while the app is not running"))
             }
-            return BackupScan(report: report, members: members, memberSizes: memberSizes)
+            return BackupScan(report: report, members: members, memberSizes: memberSizes, memberKinds: memberKinds)
         }
 
         func describe(_ tally: Tally) -> String {

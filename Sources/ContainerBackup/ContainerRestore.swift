@@ -55,6 +55,30 @@ public enum ContainerRestore {
         case replace(keepBundle: Bool)
     }
 
+    /// What is restored (M2): a container (Documents, Library, tmp and the
+    /// bundle at its root), or a device's group container (anything at its
+    /// root, no tmp: G1).
+    public enum Shape: Sendable {
+        case container
+        case groupContainer
+    }
+
+    /// A domain of a device's archive (M2): its top folder in the archive
+    /// (`AppDomain-<id>`), the shape of its container, and the names at the
+    /// old container's root that move over to the new one (the container
+    /// manager's metadata plist, which is in no backup).
+    public struct Domain: Sendable {
+        public var folder: String
+        public var shape: Shape
+        public var carried: [String]
+
+        public init(folder: String, shape: Shape, carried: [String]) {
+            self.folder = folder
+            self.shape = shape
+            self.carried = carried
+        }
+    }
+
     /// What went wrong after the restore itself succeeded (removing the old
     /// container or the staging folder): the target is restored, but these
     /// remain.
@@ -80,7 +104,7 @@ public enum ContainerRestore {
     ///   restore that worked by path.
     public static func restore(_ input: FileDescriptor, opening: TarArchive.Opening, expected: Int64?,
                                into target: String, layout: ContainerLayout, mode: Mode,
-                               privileges: ArchivePrivileges? = nil,
+                               privileges: ArchivePrivileges? = nil, domain: Domain? = nil,
                                layOut: (_ root: FileDescriptor, _ path: String, _ owner: (uid: uid_t, gid: gid_t)) throws -> Void,
                                progress: (TarArchive.Progress) -> Void = { _ in },
                                beforePlacing: (String) -> Void = { _ in }) throws(Failure) -> Outcome {
@@ -110,7 +134,8 @@ public enum ContainerRestore {
             do {
                 try TarArchive.extract(input, opening: opening, expected: expected, into: "/proc/self/fd/3",
                                        descriptor: root.fd,
-                                       excluded: [layout.bundleName, "Library/Caches", "tmp"], progress: progress)
+                                       excluded: domain?.shape == .groupContainer ? ["Library/Caches"] : [layout.bundleName, "Library/Caches", "tmp"],
+                                       only: domain?.folder, progress: progress)
             } catch {
                 throw Failure(error.description)
             }
@@ -120,7 +145,7 @@ public enum ContainerRestore {
                     throw Failure("\(staging.path): cannot take the archive's privileges out: \(error)")
                 }
             }
-            try tidy(root, path: staging.path, layout: layout)
+            try tidy(root, path: staging.path, layout: layout, shape: domain?.shape ?? .container)
             try restoreDefaultProtection(opening.defaultProtection, on: root, path: staging.path)
             beforePlacing(staging.path)
             var leftovers: Leftovers = []
@@ -128,7 +153,7 @@ public enum ContainerRestore {
                 let keepBundle: Bool
                 if case .replace(let keep) = mode { keepBundle = keep } else { keepBundle = false }
                 try exchange(staging, old, in: parent, name: name, target: target,
-                             bundle: keepBundle ? layout.bundleName : nil)
+                             moved: (keepBundle ? [layout.bundleName] : []) + (domain?.carried ?? []))
                 leftovers += staging.removeReplaced(old)
             } else {
                 try moveIntoPlace(staging, in: parent, name: name, target: target)
@@ -238,11 +263,14 @@ public enum ContainerRestore {
     }
 
     /// Step 5: only Documents, Library, tmp and the bundle stay at the root;
-    /// Caches and tmp are emptied.
-    static func tidy(_ root: OpenFolder, path: String, layout: ContainerLayout) throws(Failure) {
+    /// Caches and tmp are emptied. A group container keeps what its root
+    /// holds but the container manager's metadata plist (moved over from
+    /// the old one), and only its Caches are emptied.
+    static func tidy(_ root: OpenFolder, path: String, layout: ContainerLayout, shape: Shape = .container) throws(Failure) {
         let keep: Set<RawName> = [Array("Documents".utf8), Array("Library".utf8), Array("tmp".utf8), Array(layout.bundleName.utf8)]
+        let metadata = Array(ContainerLayout.metadataName.utf8)
         do {
-            for name in try root.names() where !keep.contains(name) {
+            for name in try root.names() where shape == .container ? !keep.contains(name) : name == metadata {
                 if EntryKind(mode: try root.status(of: name).st_mode) == .folder {
                     let failures = TreeRemover.removeContents(ofFolder: try root.folder(name).fd)
                     if let first = failures.first { throw Failure("\(path)/\(name.displayText): cannot remove it: \(first)") }
@@ -251,7 +279,7 @@ public enum ContainerRestore {
                     try root.unlink(name)
                 }
             }
-            for folder in [["Library", "Caches"], ["tmp"]] {
+            for folder in shape == .container ? [["Library", "Caches"], ["tmp"]] : [["Library", "Caches"]] {
                 var current = root
                 for part in folder { current = try current.folder(Array(part.utf8)) }
                 if let first = TreeRemover.removeContents(ofFolder: current.fd).first {
@@ -282,11 +310,11 @@ public enum ContainerRestore {
         }
     }
 
-    /// Step 6 when replacing a container: the bundle moves over, the root
-    /// keeps its mode and owner, and the two folders change places, if the
-    /// target is still the folder `old`.
+    /// Step 6 when replacing a container: the bundle (and what else is
+    /// `moved`) moves over, the root keeps its mode and owner, and the two
+    /// folders change places, if the target is still the folder `old`.
     static func exchange(_ staging: Staging, _ old: OpenFolder, in parent: OpenFolder, name: String, target: String,
-                         bundle: String?) throws(Failure) {
+                         moved: [String]) throws(Failure) {
         let new = staging.container
         fchmod(new.fd.rawValue, old.status.st_mode & 0o7777)
         _ = fchown(new.fd.rawValue, old.status.st_uid, old.status.st_gid)
@@ -296,10 +324,13 @@ public enum ContainerRestore {
                 try toName.withCName { (b) throws(Errno) in _ = try check { asfs_renameat2(from.fd.rawValue, a, to.fd.rawValue, b, flags) } }
             }
         }
-        if let bundle {
-            do { try rename(old, Array(bundle.utf8), new, Array(bundle.utf8)) } catch {
-                throw Failure("\(target)/\(bundle): cannot move the bundle over: \(error)")
+        var done: [String] = []
+        for entry in moved {
+            do { try rename(old, Array(entry.utf8), new, Array(entry.utf8)) } catch {
+                for back in done { try? rename(new, Array(back.utf8), old, Array(back.utf8)) }
+                throw Failure("\(target)/\(entry): cannot move it over: \(error)")
             }
+            done.append(entry)
         }
         let stillThere = (try? parent.status(of: rawName)).map { $0.st_dev == old.status.st_dev && $0.st_ino == old.status.st_ino } ?? false
         var failure: String?
@@ -311,7 +342,7 @@ public enum ContainerRestore {
             }
         }
         if let failure {
-            if let bundle { try? rename(new, Array(bundle.utf8), old, Array(bundle.utf8)) }
+            for back in done { try? rename(new, Array(back.utf8), old, Array(back.utf8)) }
             throw Failure("\(target): cannot put the restored container in place: \(failure)")
         }
     }

@@ -90,7 +90,7 @@ public struct ContainerWalk {
             problems.append(WalkProblem(path: ".", error: "cannot read its flags: \(error)"))
         }
         defaultProtection = ProtectionReading.containerDefault(folder.fd)
-        walk(folder, components: [], zone: .root, belowFlag: rootFlags.excludes,
+        walk(folder, components: [], zone: layout.rootZone, belowFlag: rootFlags.excludes,
              device: folder.status.st_dev, visit)
     }
 

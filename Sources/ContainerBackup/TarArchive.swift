@@ -41,24 +41,27 @@ public enum TarArchive {
     /// file changed while it was read (exit status 1: the archive is complete
     /// but that file may be inconsistent).
     public static func create(root: String, members: [RawName], memberSizes: [Int64], appName: String,
-                              defaultProtection: String? = nil, to output: FileDescriptor, progress: (Progress) -> Void = { _ in }) throws(Failure) -> Bool {
+                              defaultProtection: String? = nil, records: [(String, String)] = [], transforms: [String] = [],
+                              to output: FileDescriptor, progress: (Progress) -> Void = { _ in }) throws(Failure) -> Bool {
         // A reader of a piped archive may go away: writing must then fail
         // with EPIPE rather than end this process.
         signal(SIGPIPE, SIG_IGN)
         let list = try memberList(members)
         defer { Glibc.close(list) }
+        // `transforms`: GNU tar's --transform expressions, renaming members
+        // as they are archived (a device's containers to their domains, M2).
         let arguments = [
             "tar", "--create", "--file=-", "--format=pax", "--directory=\(root)",
             "--no-recursion", "--null", "--verbatim-files-from", "--files-from=/dev/fd/3",
             "--xattrs", "--xattrs-include=*", "--numeric-owner", "--sparse",
             "--pax-option=delete=atime,delete=ctime",
-        ]
+        ] + transforms.map { "--transform=\($0)" }
         // Each member takes a header, often an extended one, and padding.
         let expected = memberSizes.reduce(0, +) + Int64(members.count) * 1792 + 1024
         var written: Int64 = 0
         do {
             let header = PaxGlobalHeader.encode([(PaxGlobalHeader.appNameKeyword, appName)]
-                + (defaultProtection.map { [(PaxGlobalHeader.defaultProtectionKeyword, $0)] } ?? []))
+                + (defaultProtection.map { [(PaxGlobalHeader.defaultProtectionKeyword, $0)] } ?? []) + records)
             try writeAll(output.rawValue, header)
             written += Int64(header.count)
         } catch {
@@ -175,13 +178,21 @@ public enum TarArchive {
     /// be /proc/self/fd/3: tar works in the very folder the caller opened).
     public static func extract(_ input: FileDescriptor, opening: Opening, expected: Int64?, into directory: String,
                                descriptor: FileDescriptor? = nil,
-                               excluded: [String], progress: (Progress) -> Void = { _ in }) throws(Failure) {
+                               excluded: [String], only: String? = nil,
+                               progress: (Progress) -> Void = { _ in }) throws(Failure) {
         var arguments = [
             "tar", "--extract", "--file=-", "--directory=\(directory)",
             "--xattrs", "--xattrs-include=*", "--numeric-owner", "--preserve-permissions",
             "--anchored", "--no-wildcards",
         ]
-        for path in excluded { arguments += ["--exclude=\(path)", "--exclude=./\(path)"] }
+        // `only`: extract that top folder's members alone, one level up (a
+        // domain of a device's archive into its container, M2). The
+        // exclusions are given as the archive names them.
+        let prefixes = only.map { ["", "\($0)/", "./\($0)/"] } ?? ["", "./"]
+        for path in excluded {
+            for prefix in prefixes { arguments.append("--exclude=\(prefix)\(path)") }
+        }
+        if let only { arguments += ["--strip-components=1", "--", only] }
 
         // tar may stop reading early (a damaged archive): a write to the
         // pipe must then fail with EPIPE rather than end this process.

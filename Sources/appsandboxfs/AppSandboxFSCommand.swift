@@ -25,5 +25,6 @@ struct AppSandboxFSCommand: ParsableCommand {
                       EnvCommand.self, RunCommand.self, StatusCommand.self, UpdateCommand.self,
                       LockCommand.self, UnlockCommand.self, RebootCommand.self,
                       DeviceCommand.self, InstallCommand.self, UninstallCommand.self, ListAppsCommand.self,
-                      GetAppContainerCommand.self])
+                      GetAppContainerCommand.self,
+                      LaunchCommand.self, SuspendCommand.self, ResumeCommand.self])
 }

@@ -1,3 +1,4 @@
+import AppSandboxFS
 import ArgumentParser
 import ContainerBackup
 import DriverRuntime
@@ -15,6 +16,9 @@ struct BackupCommand: ParsableCommand {
             back up", with modes, owners, modification times and extended attributes.
             "-" writes it to standard output. The file is written under a temporary name
             and renamed when complete, readable by its owner only.
+            A device's backup (M2) holds each data container under AppDomain-<bundle id>/ and
+            each group container under AppDomainGroup-<group id>/ (not their Library/Caches,
+            not the bundles, not the container manager's metadata plists).
             Examples:
               appsandboxfs backup ~/containers/MyApp MyApp-backup.tar
               appsandboxfs backup /mnt/MyApp - | ssh host 'cat > MyApp.tar'
@@ -34,7 +38,8 @@ struct BackupCommand: ParsableCommand {
 
     func run() throws {
         let argument = try ContainerArgument(container)
-        let layout = try argument.layout(appName: appName)
+        let device = Device.isDevice(argument.backing) ? try DeviceArgument(container) : nil
+        let layout = device == nil ? try argument.layout(appName: appName) : .device
         let toStandardOutput = archive == "-"
         let archivePath = toStandardOutput ? "-" : absolutePath(archive)
         if toStandardOutput {
@@ -45,11 +50,22 @@ struct BackupCommand: ParsableCommand {
             }
         }
 
-        let scan: BackupScan
-        do {
-            scan = try BackupScan.run(root: argument.backing, layout: layout, listMembers: true)
-        } catch {
-            throw Failure("\(argument.backing): \(error)")
+        var scan: BackupScan
+        var records: [(String, String)] = [], transforms: [String] = []
+        if let device {
+            // M2: by domain, each container's members under its domain's name.
+            let scanned = try DeviceBackup.scan(device)
+            scan = scanned.scan
+            scan.members = scanned.members
+            scan.memberSizes = scanned.sizes
+            (records, transforms) = DeviceBackup.archiveRecords(scanned)
+            scan.report.backup = DeviceBackup.report(scanned, device: device).backup
+        } else {
+            do {
+                scan = try BackupScan.run(root: argument.backing, layout: layout, listMembers: true)
+            } catch {
+                throw Failure("\(argument.backing): \(error)")
+            }
         }
         for problem in scan.report.problems {
             FileHandleless.warn("\(problem.path): \(problem.error) (not in the archive)")
@@ -75,7 +91,9 @@ struct BackupCommand: ParsableCommand {
         let changed: Bool
         do {
             changed = try TarArchive.create(root: argument.backing, members: scan.members, memberSizes: scan.memberSizes,
-                                            appName: layout.appName, defaultProtection: scan.report.protection.defaultClass,
+                                            appName: layout.appName,
+                                            defaultProtection: device == nil ? scan.report.protection.defaultClass : nil,
+                                            records: records, transforms: transforms,
                                             to: FileDescriptor(rawValue: output)) { progress?.update($0) }
         } catch {
             progress?.finish()

@@ -1,14 +1,19 @@
 import ArgumentParser
 import ContainerBackup
+import AppSandboxFS
 import DriverRuntime
 import Foundation
+import SandboxPolicy
 
 struct BackupReportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "backup-report",
         abstract: "Show what an iOS backup of a container would hold, what it leaves out and why (K1), and what the Data Storage Guidelines advise against.",
         discussion: """
-            CONTAINER is a backing directory or the mountpoint of a mounted container.
+            CONTAINER is a backing directory or the mountpoint of a mounted container; on a
+            device, with --app ID, the device, and the report is on the app's data container (A6).
+            A device without --app is reported by iOS backup domain (M2): AppDomain-<bundle id>
+            for each data container, AppDomainGroup-<group id> for each group container.
             A backup holds Documents (Inbox included) and Library, except Library/Caches
             and except what carries a "do not back up" flag
             (com.apple.metadata:com_apple_backup_excludeItem, or com.apple.MobileBackup = 1)
@@ -19,6 +24,7 @@ struct BackupReportCommand: ParsableCommand {
             cannot be read. The JSON schema is in docs/backup.md.
             Examples:
               appsandboxfs backup-report /mnt/MyApp
+              appsandboxfs backup-report /mnt/phone --app com.example.notes
               appsandboxfs backup-report ~/MyApp --json --strict --large-file-threshold 5M
             """)
 
@@ -41,6 +47,9 @@ struct BackupReportCommand: ParsableCommand {
     @Option(help: "The app's name. Default: the one *.app folder in the container.")
     var appName: String?
 
+    @Option(help: ArgumentHelp("On a device: report on this app's data container (A6).", valueName: "bundle id"))
+    var app: String?
+
     func validate() throws {
         if ByteCount.parse(largeFileThreshold) == nil {
             throw ValidationError("--large-file-threshold \(largeFileThreshold): give bytes, or a number with K, M or G")
@@ -48,9 +57,33 @@ struct BackupReportCommand: ParsableCommand {
         if top < 0 { throw ValidationError("--top must be 0 or more") }
     }
 
+    /// M2: a device's report, by backup domain.
+    func reportDevice() throws {
+        let device = try DeviceArgument(container)
+        let report = DeviceBackup.report(try DeviceBackup.scan(device, threshold: ByteCount.parse(largeFileThreshold)!), device: device)
+        if json {
+            try JSONOutput.print(report)
+        } else {
+            print(DeviceBackup.table(report), terminator: "")
+        }
+        if strict && !report.findings.isEmpty { throw ExitCode(2) }
+    }
+
     func run() throws {
-        let argument = try ContainerArgument(container)
-        let layout = try argument.layout(appName: appName)
+        let argument: ContainerArgument
+        let layout: ContainerLayout
+        if let app {
+            let data = try DeviceAppArgument(device: container, bundleID: app)
+            argument = try ContainerArgument(backing: data.backing)
+            layout = try argument.layout(appName: data.app.name)
+        } else {
+            argument = try ContainerArgument(container)
+            if Device.isDevice(argument.backing) {
+                try reportDevice()
+                return
+            }
+            layout = try argument.layout(appName: appName)
+        }
         let scan: BackupScan
         do {
             scan = try BackupScan.run(root: argument.backing, layout: layout,

@@ -28,11 +28,27 @@ enum ConfinedRun {
         }
     }
 
+    /// What `launch` changes in the world of `run --confine` on a device
+    /// (G2): the app's tmp, the view of Containers, the working folder and
+    /// the environment. Paths below the mountpoint are relative to it.
+    struct AppWorld {
+        var tmpFolder: String
+        var viewRoot: String
+        var readOnly: [String]
+        var readWrite: [String]
+        var workingDirectory: String
+        var environment: [(name: String, value: String)]
+    }
+
     /// Runs `command` confined to `container`; returns its shell status.
-    static func run(_ command: [String], in container: MountedContainerPath, identity: Identity?) throws -> Int32 {
+    /// `app` narrows the world to one app of a device (`launch`);
+    /// `started` is told the pid of the world's first process once the
+    /// command runs.
+    static func run(_ command: [String], in container: MountedContainerPath, identity: Identity?,
+                    app: AppWorld? = nil, started: (pid_t) -> Void = { _ in }) throws -> Int32 {
         let plan = try makePlan(for: container)
         let device = try mountDevice(of: plan.mountpoint)
-        let workingDirectory = currentDirectory()
+        let workingDirectory = app?.workingDirectory ?? currentDirectory()
 
         // Everything the child needs, as C strings made before the clone
         // (the child may not allocate).
@@ -41,11 +57,15 @@ enum ConfinedRun {
         let detach = keep.array(plan.detach)
         let hide = keep.array(plan.hide)
         let argv = keep.array(command) + [nil]
-        let environment = environmentList(setting: container.iOSEnvironment)
+        let environment = environmentList(setting: app?.environment ?? container.iOSEnvironment)
         let envp = keep.array(environment) + [nil]
+        let viewReadOnly = keep.array(app?.readOnly ?? [])
+        let viewReadWrite = keep.array(app?.readWrite ?? [])
 
         var failure = asfs_confine_failure()
-        let pid: pid_t = detach.withUnsafeBufferPointer { detachList in
+        let pid: pid_t = viewReadOnly.withUnsafeBufferPointer { readOnlyList in
+          viewReadWrite.withUnsafeBufferPointer { readWriteList in
+            detach.withUnsafeBufferPointer { detachList in
             hide.withUnsafeBufferPointer { hideList in
                 argv.withUnsafeBufferPointer { argvList in
                     envp.withUnsafeBufferPointer { envpList in
@@ -67,12 +87,23 @@ enum ConfinedRun {
                         confinement.search_path = nonEmptyEnvironment("PATH").map { UnsafePointer(keep.string($0)) }
                         confinement.argv = UnsafePointer(argvList.baseAddress)
                         confinement.envp = UnsafePointer(envpList.baseAddress)
+                        if let app {
+                            confinement.tmp_folder = UnsafePointer(keep.string(app.tmpFolder))
+                            confinement.view_root = UnsafePointer(keep.string(app.viewRoot))
+                            confinement.view_read_only = UnsafeRawPointer(readOnlyList.baseAddress)?.assumingMemoryBound(to: UnsafePointer<CChar>?.self)
+                            confinement.view_read_only_count = readOnlyList.count
+                            confinement.view_read_write = UnsafeRawPointer(readWriteList.baseAddress)?.assumingMemoryBound(to: UnsafePointer<CChar>?.self)
+                            confinement.view_read_write_count = readWriteList.count
+                        }
                         return asfs_confine_start(&confinement, &failure)
                     }
                 }
             }
+          }
+        }
         }
         guard pid > 0 else { throw describe(failure, command: command[0]) }
+        started(pid)
         return asfs_confine_wait(pid)
     }
 

@@ -22,6 +22,14 @@ struct ContainerArgument {
         try MountChecks.folder(backing, role: "container")
     }
 
+    /// A container known by its backing directory (an app's data container
+    /// on a device, `--app`).
+    init(backing: String) throws {
+        path = backing
+        self.backing = backing
+        try MountChecks.folder(backing, role: "container")
+    }
+
     /// Where the container is mounted now (empty when it is not).
     var mountpoints: [String] { MountTable.mountpoints(ofBacking: backing) }
 

@@ -12,7 +12,10 @@ struct DeliverCommand: ParsableCommand {
         discussion: """
             CONTAINER is a backing directory or the mountpoint of a mounted container.
             A name already taken gets a number, as on iOS: report.pdf, report-1.pdf, report-2.pdf.
+            On a device, --app ID delivers into that app's data container (A6): --to is then
+            the device (its mountpoint or backing directory).
             Examples:
+              appsandboxfs deliver invoice.pdf --to /mnt/phone --app com.example.notes
               appsandboxfs deliver invoice.pdf --to /mnt/MyApp
               appsandboxfs deliver a.txt b.txt --to ~/containers/MyApp
               appsandboxfs deliver a.pdf --to /mnt/MyApp --json | jq -r '.delivered[].name'
@@ -27,10 +30,17 @@ struct DeliverCommand: ParsableCommand {
     @Flag(help: "Print JSON for tools (the names the files got) instead of lines.")
     var json = false
 
+    @Option(help: ArgumentHelp("On a device: the app whose Inbox receives the files (A6).", valueName: "bundle id"))
+    var app: String?
+
     func run() throws {
-        let target = absolutePath(to)
+        var target = absolutePath(to)
         let backing: String
-        if let entry = MountTable.entry(at: target), entry.isContainer {
+        if let app {
+            let data = try DeviceAppArgument(device: to, bundleID: app)
+            target = data.shown
+            backing = data.backing
+        } else if let entry = MountTable.entry(at: target), entry.isContainer {
             backing = try entry.trustedBacking()
         } else {
             backing = target

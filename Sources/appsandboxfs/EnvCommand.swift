@@ -20,9 +20,12 @@ struct EnvCommand: ParsableCommand {
             (documentDirectory is CFFIXED_USER_HOME/Documents). LD_PRELOAD adds the Foundation
             bridge, so a program's own backup-flag and protection calls act on the
             container (docs/foundation.md). The values are quoted for sh, bash and zsh.
+            On a device, --app ID names the app's data container (A6): CONTAINER_MOUNT is
+            then the mounted device.
             Exit status: 0; 1 when CONTAINER_MOUNT is not a mounted container.
             Examples:
               appsandboxfs env /mnt/MyApp
+              appsandboxfs env /mnt/phone --app com.example.notes
               eval "$(appsandboxfs env /mnt/MyApp)"
               appsandboxfs env /mnt/MyApp --json
             """)
@@ -33,8 +36,11 @@ struct EnvCommand: ParsableCommand {
     @Flag(help: "Print JSON for tools instead of shell exports.")
     var json = false
 
+    @Option(help: ArgumentHelp("On a device: the app whose data container it is (A6).", valueName: "bundle id"))
+    var app: String?
+
     func run() throws {
-        let container = try MountedContainerPath(containerMount)
+        let container = try MountedContainerPath(containerMount, app: app)
         let environment = container.iOSEnvironment
         if json {
             try JSONOutput.print(Output(container: container.mountpoint, backing: container.backing,
@@ -59,6 +65,23 @@ struct EnvCommand: ParsableCommand {
 struct MountedContainerPath {
     let mountpoint: String
     let backing: String
+
+    /// With `app`, `argument` is a mounted device, and the container is
+    /// that app's data container (A6).
+    init(_ argument: String, app: String?) throws {
+        guard let app else {
+            try self.init(argument)
+            return
+        }
+        let device = try MountedContainerPath(argument)
+        let data = try DeviceAppArgument(device: device.mountpoint, bundleID: app)
+        self.init(mountpoint: data.shown, backing: data.backing)
+    }
+
+    private init(mountpoint: String, backing: String) {
+        self.mountpoint = mountpoint
+        self.backing = backing
+    }
 
     init(_ argument: String) throws {
         let path = absolutePath(argument)

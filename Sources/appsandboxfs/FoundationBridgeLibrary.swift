@@ -13,7 +13,8 @@ enum FoundationBridgeLibrary {
     /// The library's path; nil when it is not installed.
     static let path: String? = {
         let folder = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().path
-        let candidates = [folder + "/" + fileName, folder + "/../lib/appsandboxfs/" + fileName]
+        let parent = URL(fileURLWithPath: folder).deletingLastPathComponent().path
+        let candidates = [folder + "/" + fileName, parent + "/lib/appsandboxfs/" + fileName]
         return candidates.first { access($0, R_OK) == 0 }
     }()
 

@@ -12,6 +12,7 @@ struct InstallCommand: ParsableCommand {
             Installing an id that is installed already is an update: a new bundle container,
             the data container kept. Prints the bundle id, the data container's path and each
             group container's path, one per line; what the copy left out (U1) goes to standard error.
+            An update is refused while the app is launched (`launch`), unless --kill ends it first.
             Examples:
               appsandboxfs install /mnt/phone build/Notes.app
               appsandboxfs install /mnt/phone build/Notes.app --bundle-id com.example.notes --group group.com.example
@@ -29,12 +30,21 @@ struct InstallCommand: ParsableCommand {
     @Option(help: "An App Group the app lists (repeat for several). Default: the application-groups of an entitlements plist in APPDIR.")
     var group: [String] = []
 
+    @Flag(help: "Update even while the app is launched: its processes are killed first (A2).")
+    var kill = false
+
     func run() throws {
         let device = try DeviceArgument(self.device)
         let installed: DeviceInstaller.Installed
         do {
             installed = try DeviceInstaller(backing: device.backing).install(
-                appFolder: absolutePath(appDirectory), bundleID: bundleID, groups: group.isEmpty ? nil : group)
+                appFolder: absolutePath(appDirectory), bundleID: bundleID, groups: group.isEmpty ? nil : group) { id in
+                    if let refusal = Launches.refuseIfLaunched(backing: device.backing, bundleID: id, kill: kill, verb: "update") {
+                        throw refusal
+                    }
+                }
+        } catch let failure as Failure {
+            throw failure
         } catch {
             throw Failure("\(error)")
         }
@@ -54,7 +64,8 @@ struct UninstallCommand: ParsableCommand {
         commandName: "uninstall",
         abstract: "Remove an app from a device: its bundle and data containers, and each group container no other app lists.",
         discussion: """
-            Exits 1 when the id is not installed.
+            Exits 1 when the id is not installed, or (nothing removed) while the app is launched
+            (`launch`) unless --kill ends it first.
             Example:
               appsandboxfs uninstall /mnt/phone com.example.notes
             """)
@@ -65,8 +76,14 @@ struct UninstallCommand: ParsableCommand {
     @Argument(help: "The app's bundle id.")
     var bundleID: String
 
+    @Flag(help: "Uninstall even while the app is launched: its processes are killed first (A5).")
+    var kill = false
+
     func run() throws {
         let device = try DeviceArgument(self.device)
+        if let refusal = Launches.refuseIfLaunched(backing: device.backing, bundleID: bundleID, kill: kill, verb: "uninstall") {
+            throw refusal
+        }
         let removed: DeviceInstaller.Uninstalled?
         do { removed = try DeviceInstaller(backing: device.backing).uninstall(bundleID: bundleID) } catch {
             throw Failure("\(error)")

@@ -9,8 +9,8 @@ struct ListAppsCommand: ParsableCommand {
         commandName: "listapps",
         abstract: "List the apps installed on a device: bundle id, name, bundle path, data path, groups.",
         discussion: """
-            Paths are through the mount. `launched` and `suspended` are false until `launch`
-            exists (a later part).
+            Paths are through the mount. `launched`: a process of the app started by `launch`
+            runs; `suspended`: `suspend` stopped it (a suspended app is also launched).
             Examples:
               appsandboxfs listapps /mnt/phone
               appsandboxfs listapps /mnt/phone --json
@@ -25,6 +25,9 @@ struct ListAppsCommand: ParsableCommand {
     func run() throws {
         let device = try DeviceArgument(self.device)
         let catalog = try device.catalog()
+        let launches = Launches.live(backing: device.backing)
+        func launched(_ app: InstalledApp) -> Bool { launches.contains { $0.bundleID == app.bundleID } }
+        func suspended(_ app: InstalledApp) -> Bool { launches.contains { $0.bundleID == app.bundleID && $0.suspended } }
         if json {
             let objects: [[String: Any]] = catalog.sortedApps.map { app in
                 [
@@ -32,7 +35,7 @@ struct ListAppsCommand: ParsableCommand {
                     "bundlePath": device.shown(app.bundlePath),
                     "dataPath": app.dataPath.map(device.shown) ?? NSNull(),
                     "groups": app.groups.map { ["id": $0, "path": catalog.groupPath($0).map(device.shown) ?? NSNull()] as [String: Any] },
-                    "launched": false, "suspended": false,
+                    "launched": launched(app), "suspended": suspended(app),
                 ]
             }
             guard !objects.isEmpty else { print("[]"); return }
@@ -47,6 +50,7 @@ struct ListAppsCommand: ParsableCommand {
             for group in app.groups {
                 print("  group:  \(group)\t\(catalog.groupPath(group).map(device.shown) ?? "(missing)")")
             }
+            if launched(app) { print("  state:  \(suspended(app) ? "suspended" : "launched")") }
         }
     }
 }

@@ -13,10 +13,13 @@ struct PurgeCommand: ParsableCommand {
             running. It never removes an entry that carries a flag
             (com.apple.metadata:com_apple_backup_excludeItem or com.apple.MobileBackup),
             nor anything below a flagged folder, and never follows a symbolic link.
+            On a device, --app ID purges that app's data container (A6): CONTAINER is then the
+            device (mounted or not), and purge refuses while the app is launched instead.
             Without --caches or --tmp, both are emptied.
             Examples:
               appsandboxfs purge ~/containers/MyApp
               appsandboxfs purge ~/containers/MyApp --caches --dry-run
+              appsandboxfs purge /mnt/phone --app com.example.notes
               appsandboxfs purge ~/MyApp --dry-run --json | jq '.targets[].removed'
             """)
 
@@ -35,10 +38,20 @@ struct PurgeCommand: ParsableCommand {
     @Flag(help: "Print JSON for tools instead of lines.")
     var json = false
 
+    @Option(help: ArgumentHelp("On a device: purge this app's data container, which may be mounted while the app is not launched (A6).",
+                               valueName: "bundle id"))
+    var app: String?
+
     func run() throws {
-        let argument = try ContainerArgument(container)
-        let mountpoints = argument.mountpoints
-        if let mountpoint = mountpoints.first {
+        let argument: ContainerArgument
+        if let app {
+            let data = try DeviceAppArgument(device: container, bundleID: app)
+            try data.requireNotLaunched("purges")
+            argument = try ContainerArgument(backing: data.backing)
+        } else {
+            argument = try ContainerArgument(container)
+        }
+        if app == nil, let mountpoint = argument.mountpoints.first {
             throw Failure("\(argument.backing): the container is mounted at \(mountpoint); iOS purges only apps that are not running: unmount it first (appsandboxfs unmount \(mountpoint))")
         }
         var targets: [Purge.Target] = []

@@ -28,9 +28,13 @@ struct RestoreCommand: ParsableCommand {
             restores). What was left out is listed, one line per kind. Give
             --preserve-privileges to restore all of it as the archive says (only for an
             archive you made yourself and trust).
+            A device's backup (M2) is restored onto a device (its mountpoint, or its backing
+            directory) with the same bundle and group ids installed and no app launched: each
+            domain replaces the data of the matching container, its metadata kept.
             Examples:
               appsandboxfs restore MyApp-backup.tar ~/containers/MyApp-restored
               appsandboxfs restore MyApp-backup.tar ~/containers/MyApp --replace
+              appsandboxfs restore phone-backup.tar /mnt/phone
             """)
 
     @Argument(help: "The archive to read, or - for standard input.")
@@ -54,8 +58,36 @@ struct RestoreCommand: ParsableCommand {
     @Flag(help: "Show no progress line (it is shown on a terminal for runs longer than half a second).")
     var noProgress = false
 
+    /// M2: a device's backup onto a device (mounted or not) with the same
+    /// bundle and group ids installed and no app launched.
+    func restoreDevice(_ device: DeviceArgument) throws {
+        if archive == "-" { throw Failure("a device's backup is read once per domain: give the archive's file, not -") }
+        if replace || appName != nil || bundleFrom != nil {
+            throw Failure("\(device.path): a device: --replace, --app-name and --bundle-from do not apply (each domain replaces its container)")
+        }
+        let path = absolutePath(archive)
+        let input = open(path, O_RDONLY | O_CLOEXEC)
+        guard input >= 0 else { throw Failure("\(archive): \(String(cString: strerror(errno)))") }
+        let opening: TarArchive.Opening
+        do {
+            defer { close(input) }
+            opening = try TarArchive.open(FileDescriptor(rawValue: input))
+        } catch { throw Failure("\(archive): \(error)") }
+        guard let domains = opening.records[DeviceDomains.keyword] else {
+            throw Failure("\(archive): a container's backup, not a device's: restore it into a container's backing directory")
+        }
+        for line in try DeviceBackup.restore(archive: path, domains: domains, into: device,
+                                             privileges: preservePrivileges ? .preserve : nil) {
+            print("Restored \(line)")
+        }
+    }
+
     func run() throws {
         let target = absolutePath(container)
+        if let device = try? DeviceArgument(target) {
+            try restoreDevice(device)
+            return
+        }
         if let entry = MountTable.entry(at: target) {
             throw Failure("\(target): a mount point (\(entry.fsType)): restore into the backing directory of an unmounted container")
         }
@@ -92,6 +124,9 @@ struct RestoreCommand: ParsableCommand {
         let opening: TarArchive.Opening
         do { opening = try TarArchive.open(FileDescriptor(rawValue: input)) } catch { throw Failure("\(archive): \(error)") }
 
+        if opening.records[DeviceDomains.keyword] != nil {
+            throw Failure("\(archive): a device's backup (M2): restore it onto a device (appsandboxfs restore ARCHIVE MOUNTPOINT)")
+        }
         guard let name = appName ?? existingApp ?? opening.appName else {
             throw Failure("\(archive): the archive does not name its app: give --app-name")
         }

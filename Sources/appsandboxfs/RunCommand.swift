@@ -21,11 +21,14 @@ struct RunCommand: ParsableCommand {
             way to gain any, no process outside visible. `run` then waits for COMMAND and
             passes on the signals it receives; descriptors other than 0, 1 and 2 are closed.
             The mountpoint must not lie in /tmp or /var/tmp.
+            On a device, --app ID runs in the app's data container (A6): CONTAINER_MOUNT is
+            then the mounted device (not with --confine: `launch` runs an app confined).
             Exit status: COMMAND's (with --confine, 128 + the signal that ended it); 127 when
             COMMAND is not found, 126 when it cannot be run; 1 when CONTAINER_MOUNT is not a
             mounted container, or when the confined world cannot be made (nothing runs then).
             Examples:
               appsandboxfs run /mnt/MyApp -- swift test
+              appsandboxfs run /mnt/phone --app com.example.notes -- ls Documents
               appsandboxfs run /mnt/MyApp -- sh -c 'echo "$HOME" > "$TMPDIR/probe"'
               appsandboxfs run /mnt/MyApp -- sqlite3 Documents/app.db .tables
               appsandboxfs run /mnt/MyApp --confine --user 501 -- .build/debug/MyAppTool
@@ -41,11 +44,15 @@ struct RunCommand: ParsableCommand {
                                valueName: "uid[:gid]"))
     var user: String?
 
+    @Option(help: ArgumentHelp("On a device: run in this app's data container (A6).", valueName: "bundle id"))
+    var app: String?
+
     @Argument(parsing: .remaining, help: "The command and its arguments.")
     var command: [String] = []
 
     func validate() throws {
         if command.isEmpty { throw ValidationError("give the command to run after --") }
+        if app != nil && confine { throw ValidationError("--app with --confine: an app on a device runs confined with `appsandboxfs launch`") }
         if let user {
             if !confine { throw ValidationError("--user needs --confine") }
             if ConfinedRun.Identity(user) == nil { throw ValidationError("--user \(user): give UID or UID:GID (numbers)") }
@@ -53,7 +60,7 @@ struct RunCommand: ParsableCommand {
     }
 
     func run() throws {
-        let container = try MountedContainerPath(containerMount)
+        let container = try MountedContainerPath(containerMount, app: app)
         FoundationBridgeLibrary.warnIfUnreachable(command[0])
         if confine {
             let status = try ConfinedRun.run(command, in: container, identity: user.flatMap(ConfinedRun.Identity.init))

@@ -39,6 +39,19 @@ struct asfs_confinement {
     const char *search_path;
     char *const *argv;
     char *const *envp;
+    /// The container's tmp folder, relative to the mountpoint (NULL: "tmp").
+    /// On a device it is the app's data container's tmp (G2).
+    const char *tmp_folder;
+    /// On a device (G2, `launch`): a folder relative to the mountpoint
+    /// ("Containers") replaced in the world by an empty read-only tmpfs
+    /// that shows only the folders listed below (each relative to the
+    /// mountpoint and inside it), read-only or read-write. NULL for a
+    /// container (`run`).
+    const char *view_root;
+    const char *const *view_read_only;
+    size_t view_read_only_count;
+    const char *const *view_read_write;
+    size_t view_read_write_count;
 };
 
 /// Why the world or the command could not be started.

@@ -94,7 +94,12 @@ struct EcosystemQuickstartTests {
         let result = runProcess(["bash", "-c", script], cwd: root, timeout: 300)
         #expect(result.stderr.isEmpty, "\(result.stderr)")
 
+        // The Foundation bridge of the build under test lies beside it; the
+        // page shows where setup.sh installs it.
+        let builtBridge = parentDirectory(URL(fileURLWithPath: Binaries.appsandboxfs).resolvingSymlinksInPath().path)
+            + "/libappsandboxfs-preload.so"
         let output = result.stdout.replacingOccurrences(of: base, with: "/tmp/quickstart")
+            .replacingOccurrences(of: builtBridge, with: "/usr/local/lib/appsandboxfs/libappsandboxfs-preload.so")
         let parts = output.components(separatedBy: "\n@@@ ").dropFirst()
         var outputs: [Int: (text: String, status: Int)] = [:]
         var current: Int?

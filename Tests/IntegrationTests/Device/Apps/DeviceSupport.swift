@@ -12,12 +12,15 @@ final class MountedDevice {
     var mountpoint: String { root + "/mnt" }
     var denialLog: String { root + "/denials.log" }
 
-    init(initArguments: [String] = [], mountArguments: [String] = []) throws {
-        root = try makeTemporaryDirectory(prefix: "device-apps")
+    /// `parent`: outsideTemporaryFolders for `launch` (confined, R1).
+    /// With `mountLater`, the device is made but not mounted (the test mounts it).
+    init(initArguments: [String] = [], mountArguments: [String] = [], in parent: String = "/tmp",
+         mountLater: Bool = false) throws {
+        root = try makeTemporaryDirectory(prefix: "device-apps", in: parent)
         try makeDirectory(mountpoint)
         let made = runProcess([Binaries.appsandboxfs, "device", "init", backing] + initArguments)
         guard made.status == 0 else { throw SupportError("device init: \(made)") }
-        try mount(mountArguments)
+        if !mountLater { try mount(mountArguments) }
     }
 
     func mount(_ extra: [String] = []) throws {
