@@ -56,7 +56,7 @@ enum ConfinedRun {
         let detach = keep.array(plan.detach)
         let hide = keep.array(plan.hide)
         let argv = keep.array(command) + [nil]
-        let environment = environmentList(setting: app?.environment ?? container.iOSEnvironment)
+        let environment = environmentList(setting: FoundationBridgeLibrary.forConfinedWorld(app?.environment ?? container.iOSEnvironment))
         let envp = keep.array(environment) + [nil]
         let viewReadOnly = keep.array(app?.readOnly ?? [])
         let viewReadWrite = keep.array(app?.readWrite ?? [])
