@@ -57,7 +57,8 @@ enum ConfinedRun {
         let detach = keep.array(plan.detach)
         let hide = keep.array(plan.hide)
         let argv = keep.array(command) + [nil]
-        let environment = environmentList(setting: app?.environment ?? container.iOSEnvironment)
+        let bridge = FoundationBridgeLibrary.forConfinedWorld(app?.environment ?? container.iOSEnvironment)
+        let environment = environmentList(setting: bridge.environment)
         let envp = keep.array(environment) + [nil]
         let viewReadOnly = keep.array(app?.readOnly ?? [])
         let viewReadWrite = keep.array(app?.readWrite ?? [])
@@ -103,6 +104,7 @@ enum ConfinedRun {
         }
         }
         guard pid > 0 else { throw describe(failure, command: command[0]) }
+        if let warning = bridge.warning { FileHandleless.warn(warning) }
         started(pid)
         return asfs_confine_wait(pid)
     }

@@ -10,6 +10,12 @@ struct DeviceCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "device",
         abstract: "Make a device of many apps (part three).",
+        discussion: """
+            A device holds many apps' bundle, data and App Group containers, served by one
+            driver; see `appsandboxfs device init --help` and docs/apps.md.
+            Examples:
+              appsandboxfs device init ~/devices/phone
+            """,
         subcommands: [DeviceInitCommand.self])
 }
 

@@ -27,6 +27,22 @@ enum FoundationBridgeLibrary {
         return ([path] + others.map(String.init)).joined(separator: " ")
     }
 
+    /// The environment for a confined world (R1, `run --confine` and
+    /// `launch`): that world replaces /tmp and /var/tmp with the container's
+    /// tmp, so a library below them (a checkout under /tmp) cannot be loaded
+    /// there. Then the bridge leaves LD_PRELOAD, and `warning` is the F2
+    /// line to print once the world is made (a refusal stays one line, R5).
+    static func forConfinedWorld(_ environment: [(name: String, value: String)])
+        -> (environment: [(name: String, value: String)], warning: String?) {
+        guard let path, ["/tmp/", "/var/tmp/"].contains(where: { path.hasPrefix($0) }) else { return (environment, nil) }
+        let kept: [(name: String, value: String)] = environment.compactMap { variable in
+            guard variable.name == "LD_PRELOAD" else { return variable }
+            let others = variable.value.split(whereSeparator: { $0 == " " || $0 == ":" }).filter { $0 != path }
+            return others.isEmpty ? nil : (variable.name, others.joined(separator: " "))
+        }
+        return (kept, "the Foundation bridge (\(path)) lies below a folder a confined world replaces with the container's tmp: these Foundation calls stay no-ops in it: \(calls)")
+    }
+
     static let calls = "URL.setResourceValues and NSURL.setResourceValue(_:forKey:) with isExcludedFromBackup; URL.resourceValues(forKeys:) for isExcludedFromBackupKey; FileManager.setAttributes, createFile and createDirectory with .protectionKey; FileManager.attributesOfItem(atPath:)[.protectionKey]; Data.write(to:options:) with a protection option"
 
     /// The F2 line when the library is missing.

@@ -15,7 +15,9 @@ struct InstallCommand: ParsableCommand {
             An update is refused while the app is launched (`launch`), unless --kill ends it first.
             Examples:
               appsandboxfs install /mnt/phone build/Notes.app
-              appsandboxfs install /mnt/phone build/Notes.app --bundle-id com.example.notes --group group.com.example
+              appsandboxfs install /mnt/phone build/Notes.app --group group.com.example
+              appsandboxfs install /mnt/phone Notes.app --bundle-id com.example.notes
+              appsandboxfs install /mnt/phone build-2/Notes.app --kill
             """)
 
     @Argument(help: "The mounted device (or its backing directory).")
@@ -66,8 +68,9 @@ struct UninstallCommand: ParsableCommand {
         discussion: """
             Exits 1 when the id is not installed, or (nothing removed) while the app is launched
             (`launch`) unless --kill ends it first.
-            Example:
+            Examples:
               appsandboxfs uninstall /mnt/phone com.example.notes
+              appsandboxfs uninstall /mnt/phone com.example.notes --kill
             """)
 
     @Argument(help: "The mounted device (or its backing directory).")

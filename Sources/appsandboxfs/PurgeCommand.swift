@@ -1,3 +1,4 @@
+import AppSandboxFS
 import ArgumentParser
 import ContainerBackup
 import DriverRuntime
@@ -15,11 +16,15 @@ struct PurgeCommand: ParsableCommand {
             nor anything below a flagged folder, and never follows a symbolic link.
             On a device, --app ID purges that app's data container (A6): CONTAINER is then the
             device (mounted or not), and purge refuses while the app is launched instead.
+            On a device without --app (Z2), every app that is neither launched nor suspended
+            has its data container purged, and every group none of whose apps is launched its
+            Library/Caches; the others are left as they are, each named on a line "left ...".
             Without --caches or --tmp, both are emptied.
             Examples:
               appsandboxfs purge ~/containers/MyApp
               appsandboxfs purge ~/containers/MyApp --caches --dry-run
               appsandboxfs purge /mnt/phone --app com.example.notes
+              appsandboxfs purge /mnt/phone
               appsandboxfs purge ~/MyApp --dry-run --json | jq '.targets[].removed'
             """)
 
@@ -51,12 +56,16 @@ struct PurgeCommand: ParsableCommand {
         } else {
             argument = try ContainerArgument(container)
         }
-        if app == nil, let mountpoint = argument.mountpoints.first {
-            throw Failure("\(argument.backing): the container is mounted at \(mountpoint); iOS purges only apps that are not running: unmount it first (appsandboxfs unmount \(mountpoint))")
-        }
         var targets: [Purge.Target] = []
         if caches || !tmp { targets.append(.caches) }
         if tmp || !caches { targets.append(.tmp) }
+        if app == nil, Device.isDevice(argument.backing) {
+            try DevicePurge(device: try DeviceArgument(container), targets: targets, dryRun: dryRun).run(json: json)
+            return
+        }
+        if app == nil, let mountpoint = argument.mountpoints.first {
+            throw Failure("\(argument.backing): the container is mounted at \(mountpoint); iOS purges only apps that are not running: unmount it first (appsandboxfs unmount \(mountpoint))")
+        }
         for target in targets {
             try MountChecks.folder(argument.backing + "/" + target.rawValue, role: "container folder")
         }
@@ -76,17 +85,24 @@ struct PurgeCommand: ParsableCommand {
             if problems > 0 { throw Failure("\(argument.backing): \(problems) entries could not be purged") }
             return
         }
+        let problems = Self.printOutcomes(outcomes, dryRun: dryRun)
+        if problems > 0 { throw Failure("\(argument.backing): \(problems) entries could not be purged") }
+    }
+
+    /// Prints what each target lost and kept (each line after `prefix`),
+    /// warns of each problem; returns how many problems there were.
+    static func printOutcomes(_ outcomes: [Purge.Outcome], dryRun: Bool, prefix: String = "") -> Int {
         var problems = 0
         for outcome in outcomes {
             let verb = dryRun ? "would remove" : "removed"
-            print("\(outcome.target.rawValue): \(verb) \(outcome.removed.described)")
+            print("\(prefix)\(outcome.target.rawValue): \(verb) \(outcome.removed.described)")
             for kept in outcome.kept {
                 var why = kept.flags.map(\.name).joined(separator: ", ")
                 if kept.unrecognizedValue { why += (why.isEmpty ? "" : ", ") + "com.apple.MobileBackup (a value iOS does not read)" }
                 if kept.wholeFolder {
-                    print("  kept everything: \(kept.path) carries \(why)")
+                    print("\(prefix)  kept everything: \(kept.path) carries \(why)")
                 } else {
-                    print("  kept \(kept.path) (\(kept.kind.rawValue), \(why))")
+                    print("\(prefix)  kept \(kept.path) (\(kept.kind.rawValue), \(why))")
                 }
             }
             for problem in outcome.problems {
@@ -94,7 +110,7 @@ struct PurgeCommand: ParsableCommand {
                 problems += 1
             }
         }
-        if problems > 0 { throw Failure("\(argument.backing): \(problems) entries could not be purged") }
+        return problems
     }
 }
 

@@ -22,7 +22,7 @@ struct SuspendCommand: ParsableCommand {
             Exit status: 0 suspended; 3 killed for a lock; 1 when the app is not launched.
             Examples:
               appsandboxfs suspend /mnt/phone com.example.notes
-              appsandboxfs resume /mnt/phone com.example.notes
+              appsandboxfs suspend /mnt/phone com.example.notes; echo $?
             """)
 
     @Argument(help: "The mountpoint of a mounted device.")
@@ -65,7 +65,7 @@ struct ResumeCommand: ParsableCommand {
         abstract: "Continue a suspended app (SIGCONT).",
         discussion: """
             Exit status: 0 resumed; 1 when the app is not suspended.
-            Example:
+            Examples:
               appsandboxfs resume /mnt/phone com.example.notes
             """)
 

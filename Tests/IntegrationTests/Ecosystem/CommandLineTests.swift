@@ -13,10 +13,12 @@ struct EcosystemCommandLineTests {
     @Test("Every verb's --help has an Examples: section whose lines run that verb")
     func helpHasExamples() throws {
         let model = try CommandLineModel.load()
-        #expect(model.verbs.map(\.name).sorted() == ["backup", "backup-report", "deliver", "env", "init", "lock", "mount", "purge",
-                                                     "reboot", "restore", "run", "status", "unlock", "unmount", "update"])
+        #expect(model.verbs.map(\.name).sorted() == ["backup", "backup-report", "deliver", "device init", "env", "get_app_container",
+                                                     "init", "install", "launch", "listapps", "lock", "mount", "purge",
+                                                     "reboot", "restore", "resume", "run", "status", "suspend", "uninstall",
+                                                     "unlock", "unmount", "update"])
         for verb in model.verbs {
-            let help = runProcess([Binaries.appsandboxfs, verb.name, "--help"])
+            let help = runProcess([Binaries.appsandboxfs] + verb.words + ["--help"])
             #expect(help.status == 0)
             let examples = help.stdout.components(separatedBy: "Examples:\n").dropFirst().first ?? ""
             let lines = examples.split(separator: "\n", omittingEmptySubsequences: false).prefix { !$0.isEmpty }
@@ -99,7 +101,11 @@ struct EcosystemCommandLineTests {
         #expect(text.contains("APPSANDBOXFS(1)"))
         let stale = "docs/appsandboxfs.1 is out of date: run bash mount-scripts/generate-manual.sh"
         for verb in try CommandLineModel.load().verbs {
-            #expect(text.contains("\n     \(verb.name)"), "no section for \(verb.name): \(stale)")
+            // A verb of a verb (`device init`) is a section inside its verb's, 8 columns further in.
+            for (depth, word) in verb.words.enumerated() {
+                let indent = String(repeating: " ", count: 5 + 8 * depth)
+                #expect(text.contains("\n" + indent + word), "no section for \(verb.name): \(stale)")
+            }
             for option in verb.options {
                 #expect(text.contains(option), "\(verb.name) \(option) is not in the man page: \(stale)")
             }
@@ -110,47 +116,85 @@ struct EcosystemCommandLineTests {
         }
     }
 
-    @Test("Every verb with --json prints one object: a schema named after the verb, camelCase keys, sorted, slashes unescaped")
+    @Test("Every verb with --json prints one object: a schema named after the verb, camelCase keys, sorted, slashes unescaped; listapps one array (A4)")
     func jsonStyle() throws {
+        // What each run printed, by verb (a verb may be run several ways),
+        // and the schema it names: appsandboxfs.<verb>/1, but for a device's
+        // backup report, a format of its own (M2).
+        var outputs: [(verb: String, schema: String, text: String)] = []
+        func record(_ arguments: [String], _ text: String, schema: String? = nil) {
+            outputs.append((arguments[0], schema ?? "appsandboxfs.\(arguments[0])/1", text))
+        }
         try withEcoMount { m in
             try writeFile(m.root + "/letter.txt", "Dear app")
             try writeFile(m.backing + "/Library/Caches/c.bin", "cache")
             // How to make each reporting verb report, on an unmounted and a
             // mounted container. A verb that gains --json must be added here.
-            let unmounted: [String: [String]] = [
-                "backup-report": ["backup-report", m.backing, "--json"],
-                "purge": ["purge", m.backing, "--dry-run", "--json"],
-                "deliver": ["deliver", m.root + "/letter.txt", "--to", m.backing, "--json"],
+            let unmounted: [[String]] = [
+                ["backup-report", m.backing, "--json"],
+                ["purge", m.backing, "--dry-run", "--json"],
+                ["deliver", m.root + "/letter.txt", "--to", m.backing, "--json"],
             ]
-            let mounted: [String: [String]] = [
-                "status": ["status", "--json"],
-                "env": ["env", m.mountpoint, "--json"],
-            ]
-            let withJSON = try CommandLineModel.load().verbs.filter { $0.options.contains("--json") }.map(\.name)
-            #expect(Set(withJSON) == Set(unmounted.keys).union(mounted.keys))
-
-            var outputs: [String: String] = [:]
-            for (verb, arguments) in unmounted { outputs[verb] = m.appsandboxfs(arguments).stdout }
+            let mounted: [[String]] = [["status", "--json"], ["env", m.mountpoint, "--json"]]
+            for arguments in unmounted { record(arguments, m.appsandboxfs(arguments).stdout) }
             try m.mountInBackground()
-            for (verb, arguments) in mounted { outputs[verb] = m.appsandboxfs(arguments).stdout }
+            for arguments in mounted { record(arguments, m.appsandboxfs(arguments).stdout) }
             #expect(m.appsandboxfs(["unmount", m.mountpoint]).status == 0)
-
-            for (verb, text) in outputs {
-                let object = try #require(jsonObject(text), "\(verb) --json: \(text)")
-                #expect(object["schema"] as? String == "appsandboxfs.\(verb)/1")
-                var keys: [String] = []
-                collectKeys(object, into: &keys)
-                for key in keys {
-                    #expect(key.first?.isLowercase == true && !key.contains("_") && !key.contains("-"),
-                            "\(verb) --json: key \(key) is not camelCase")
-                }
-                let reencoded = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-                // Same keys in the same order (sorted): compare the key sequence.
-                #expect(keySequence(text) == keySequence(String(decoding: reencoded, as: UTF8.self)), "\(verb) --json: keys not sorted")
-                #expect(!text.contains("\\/"), "\(verb) --json escapes slashes")
-                #expect(text.hasSuffix("}\n"))
-            }
         }
+        // A device (part three): the same verbs with --app (A6), the device's
+        // backup report by domain (M2), and listapps.
+        var listapps = ""
+        try withMountedDevice { d in
+            let app = try d.makeApp("Notes.app", bundleID: "com.example.notes")
+            #expect(d.run("install", [app, "--group", "group.com.example.notes"]).status == 0)
+            try writeFile(d.root + "/letter.txt", "Dear app")
+            let id = "com.example.notes"
+            let deviceReport = ["backup-report", d.mountpoint, "--json"]
+            let reportText = runProcess([Binaries.appsandboxfs] + deviceReport).stdout
+            record(deviceReport, reportText, schema: "appsandboxfs.device-backup-report/1")
+            for arguments in [["backup-report", d.mountpoint, "--app", id, "--json"],
+                              ["purge", d.mountpoint, "--app", id, "--dry-run", "--json"],
+                              ["deliver", d.root + "/letter.txt", "--to", d.mountpoint, "--app", id, "--json"],
+                              ["env", d.mountpoint, "--app", id, "--json"]] {
+                record(arguments, runProcess([Binaries.appsandboxfs] + arguments).stdout)
+            }
+            let report = try #require(jsonObject(reportText), "\(reportText)")
+            #expect((report["domains"] as? [[String: Any]])?.compactMap { $0["name"] as? String }
+                    == ["AppDomain-com.example.notes", "AppDomainGroup-group.com.example.notes"], "M2: \(report)")
+            listapps = d.run("listapps", ["--json"]).stdout
+        }
+        let withJSON = try CommandLineModel.load().verbs.filter { $0.options.contains("--json") }.map(\.name)
+        #expect(Set(withJSON) == Set(outputs.map(\.verb)).union(["listapps"]))
+
+        for (verb, schema, text) in outputs {
+            let object = try #require(jsonObject(text), "\(verb) --json: \(text)")
+            #expect(object["schema"] as? String == schema)
+            try checkJSONStyle(verb, text, object)
+            #expect(text.hasSuffix("}\n"))
+        }
+        // The documented exception: listapps --json prints one array of
+        // objects (A4), with no schema key.
+        let apps = try #require((try? JSONSerialization.jsonObject(with: Data(listapps.utf8))) as? [[String: Any]],
+                                "listapps --json: \(listapps)")
+        #expect(apps.count == 1 && apps.first?["bundleID"] as? String == "com.example.notes")
+        let appKeys = Set(apps.first.map { Array($0.keys) } ?? [])
+        #expect(appKeys.isSuperset(of: ["bundleID", "name", "bundlePath", "dataPath", "groups", "launched", "suspended"]))
+        try checkJSONStyle("listapps", listapps, apps)
+        #expect(listapps.hasSuffix("]\n"))
+    }
+
+    /// camelCase keys, sorted, slashes not escaped.
+    private func checkJSONStyle(_ verb: String, _ text: String, _ value: Any) throws {
+        var keys: [String] = []
+        collectKeys(value, into: &keys)
+        for key in keys {
+            #expect(key.first?.isLowercase == true && !key.contains("_") && !key.contains("-"),
+                    "\(verb) --json: key \(key) is not camelCase")
+        }
+        let reencoded = try JSONSerialization.data(withJSONObject: value, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+        // Same keys in the same order (sorted): compare the key sequence.
+        #expect(keySequence(text) == keySequence(String(decoding: reencoded, as: UTF8.self)), "\(verb) --json: keys not sorted")
+        #expect(!text.contains("\\/"), "\(verb) --json escapes slashes")
     }
 
     @Test("Exit codes: 0, 1 with one Error: line, 64 for a bad command line, 2 for backup-report --strict findings")
@@ -197,7 +241,7 @@ struct EcosystemCommandLineTests {
         }
         // Every `appsandboxfs VERB --option` the docs show exists.
         let verbs = Dictionary(uniqueKeysWithValues: try CommandLineModel.load().verbs.map { ($0.name, Set($0.options)) })
-        let verbPattern = try NSRegularExpression(pattern: #"appsandboxfs ([a-z-]+)((?: +[^ \n|;&`)]+)*)"#)
+        let verbPattern = try NSRegularExpression(pattern: #"appsandboxfs ([a-z_-]+)((?: +[^ \n|;&`)]+)*)"#)
         for document in documents {
             // A command continued on the next line (a trailing backslash, or
             // a synopsis wrapped onto indented lines) is one line, and
@@ -207,9 +251,11 @@ struct EcosystemCommandLineTests {
                 .replacingOccurrences(of: #"\n +(?=\[-)"#, with: " ", options: .regularExpression)
                 .replacingOccurrences(of: "|--", with: " --")
             for match in verbPattern.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
-                let verb = String(text[Range(match.range(at: 1), in: text)!])
-                guard let options = verbs[verb] else { continue }  // prose: "appsandboxfs under test"
                 let rest = String(text[Range(match.range(at: 2), in: text)!])
+                // `appsandboxfs device init DIR`: a verb of a verb.
+                let word = String(text[Range(match.range(at: 1), in: text)!])
+                let verb = verbs[word] != nil ? word : word + " " + (rest.split(separator: " ").first ?? "")
+                guard let options = verbs[verb] else { continue }  // prose: "appsandboxfs under test"
                 // Words after a bare -- are the command's (run ... -- swift test --skip-build);
                 // a synopsis puts optional ones in brackets ([--json]).
                 for word in rest.split(separator: " ").prefix(while: { $0 != "--" }).map({ $0.drop { "[(".contains($0) } })

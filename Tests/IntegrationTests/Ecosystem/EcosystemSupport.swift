@@ -145,14 +145,19 @@ func repositoryFile(_ relative: String) -> String {
 }
 
 /// The verbs and their options, from the parser itself
-/// (`appsandboxfs --experimental-dump-help`).
+/// (`appsandboxfs --experimental-dump-help`). A verb with verbs of its own
+/// (`device`) stands for them: `device init` is a verb of the model, run as
+/// `appsandboxfs device init`.
 struct CommandLineModel {
     struct Verb {
+        /// "mount", or "device init" for a verb of a verb.
         var name: String
         /// Every option and flag name, with dashes ("--json", "-o").
         var options: [String]
         var abstract: String
         var discussion: String
+        /// The words that run it: ["device", "init"].
+        var words: [String] { name.split(separator: " ").map(String.init) }
     }
 
     var verbs: [Verb]
@@ -161,20 +166,26 @@ struct CommandLineModel {
         let result = runProcess([Binaries.appsandboxfs, "--experimental-dump-help"], timeout: 60)
         let object = try #require(jsonObject(result.stdout), "--experimental-dump-help printed no JSON: \(result.stderr)")
         let command = try #require(object["command"] as? [String: Any])
-        let subcommands = command["subcommands"] as? [[String: Any]] ?? []
-        return CommandLineModel(verbs: subcommands.compactMap { sub in
-            guard let name = sub["commandName"] as? String, name != "help" else { return nil }
-            let arguments = sub["arguments"] as? [[String: Any]] ?? []
-            var options: [String] = []
-            for argument in arguments where (argument["shouldDisplay"] as? Bool) != false {
-                for name in argument["names"] as? [[String: Any]] ?? [] {
-                    guard let kind = name["kind"] as? String, let text = name["name"] as? String else { continue }
-                    options.append(kind == "short" ? "-" + text : "--" + text)
+        func verbs(of command: [String: Any], prefix: String) -> [Verb] {
+            let subcommands = command["subcommands"] as? [[String: Any]] ?? []
+            return subcommands.flatMap { sub -> [Verb] in
+                guard let name = sub["commandName"] as? String, name != "help" else { return [] }
+                if let inner = sub["subcommands"] as? [[String: Any]], !inner.isEmpty {
+                    return verbs(of: sub, prefix: prefix + name + " ")
                 }
+                let arguments = sub["arguments"] as? [[String: Any]] ?? []
+                var options: [String] = []
+                for argument in arguments where (argument["shouldDisplay"] as? Bool) != false {
+                    for name in argument["names"] as? [[String: Any]] ?? [] {
+                        guard let kind = name["kind"] as? String, let text = name["name"] as? String else { continue }
+                        options.append(kind == "short" ? "-" + text : "--" + text)
+                    }
+                }
+                // --help and --version (the top command's, shown by each verb) are ArgumentParser's own.
+                return [Verb(name: prefix + name, options: options.filter { $0 != "-h" && $0 != "--help" && $0 != "--version" },
+                             abstract: sub["abstract"] as? String ?? "", discussion: sub["discussion"] as? String ?? "")]
             }
-            // --help and --version (the top command's, shown by each verb) are ArgumentParser's own.
-            return Verb(name: name, options: options.filter { $0 != "-h" && $0 != "--help" && $0 != "--version" },
-                        abstract: sub["abstract"] as? String ?? "", discussion: sub["discussion"] as? String ?? "")
-        })
+        }
+        return CommandLineModel(verbs: verbs(of: command, prefix: ""))
     }
 }

@@ -174,6 +174,84 @@ private let sqliteHolder = """
             #expect(device.run("resume", ["com.example.notes"]).status == 1)
         }
     }
+
+    /// Z2, K2: `purge MOUNTPOINT` without --app on a mounted device. Notes
+    /// and Widget share group.com.example.shared, Other has its own group;
+    /// Notes is launched. The purge empties Widget's and Other's Caches and
+    /// tmp (keeping Widget's X1-marked file) and Other's group Caches, and
+    /// leaves Notes's Caches and tmp and the shared group's Caches (one of
+    /// its apps runs), naming them; suspended, Notes is still left (its tmp
+    /// kept). Once the launch is over a second purge empties them.
+    @Test func z2DevicePurgeLeavesLaunchedAppsAndTheirGroups() throws {
+        let device = try MountedDevice(in: outsideTemporaryFolders)
+        defer { device.finish() }
+        for (name, id, group) in [("Notes", "com.example.notes", "group.com.example.shared"),
+                                  ("Widget", "com.example.widget", "group.com.example.shared"),
+                                  ("Other", "com.example.other", "group.com.example.other")] {
+            let folder = try device.makeApp(name + ".app", bundleID: id)
+            try writeFile(folder + "/" + name, appScript, mode: 0o755)
+            let installed = device.run("install", [folder, "--group", group])
+            try #require(installed.status == 0, "\(installed)")
+        }
+        let notes = container(device, "com.example.notes", "data")
+        let widget = container(device, "com.example.widget", "data")
+        let other = container(device, "com.example.other", "data")
+        let shared = container(device, "com.example.notes", "group.com.example.shared")
+        let otherGroup = container(device, "com.example.other", "group.com.example.other")
+        for data in [notes, widget, other] {
+            try makeDirectory(data + "/Library/Caches/images")
+            try writeFile(data + "/Library/Caches/images/a.png", "png")
+            try writeFile(data + "/tmp/scratch", "scratch")
+        }
+        try writeFile(widget + "/Library/Caches/keep.db", "marked")
+        #expect(RulesSys.setxattr(widget + "/Library/Caches/keep.db", "com.apple.metadata:com_apple_backup_excludeItem",
+                                  Array("com.apple.backupd".utf8)) == 0)
+        try writeFile(shared + "/Library/Caches/shared.bin", "shared")
+        try writeFile(otherGroup + "/Library/Caches/other.bin", "other")
+
+        let launch = try spawn([Binaries.appsandboxfs, "launch", device.mountpoint, "com.example.notes", "--", "sleep"],
+                               stdin: "/dev/null", stdout: "/dev/null", stderr: "/dev/null")
+        defer { kill(launch, SIGKILL); _ = waitForExit(launch, timeout: 30) }
+        #expect(waitUntil { exists(notes + "/tmp/started") })
+
+        let first = device.run("purge")
+        #expect(first.status == 0, "\(first)")
+        #expect(first.stdout.contains("left com.example.notes: launched (pid "), "\(first.stdout)")
+        #expect(first.stdout.contains("left group.com.example.shared: its app com.example.notes is launched"), "\(first.stdout)")
+        #expect(first.stdout.contains("com.example.widget (data container):\n"), "\(first.stdout)")
+        #expect(first.stdout.contains("  kept Library/Caches/keep.db (file, com.apple.metadata:com_apple_backup_excludeItem)"),
+                "\(first.stdout)")
+        #expect(try RulesSys.list(widget + "/Library/Caches").get() == ["keep.db"])
+        #expect(readFileText(widget + "/Library/Caches/keep.db") == "marked")
+        #expect(try RulesSys.list(widget + "/tmp").get() == [])
+        #expect(try RulesSys.list(other + "/Library/Caches").get() == [])
+        #expect(try RulesSys.list(other + "/tmp").get() == [])
+        #expect(try RulesSys.list(otherGroup + "/Library/Caches").get() == [])
+        #expect(readFileText(notes + "/Library/Caches/images/a.png") == "png")
+        #expect(readFileText(notes + "/tmp/scratch") == "scratch")
+        #expect(readFileText(shared + "/Library/Caches/shared.bin") == "shared")
+
+        // Suspended, the app is still left: its tmp is kept.
+        #expect(device.run("suspend", ["com.example.notes"]).status == 0)
+        let suspended = device.run("purge", ["--tmp"])
+        #expect(suspended.status == 0 && suspended.stdout.contains("left com.example.notes: suspended (pid "), "\(suspended)")
+        #expect(readFileText(notes + "/tmp/scratch") == "scratch")
+        #expect(device.run("resume", ["com.example.notes"]).status == 0)
+
+        // The launch is over: the second purge empties them.
+        for pid in descendants(of: launch).reversed() { kill(pid, SIGKILL) }
+        kill(launch, SIGKILL)
+        _ = waitForExit(launch, timeout: 30)
+        #expect(waitUntil { !device.run("listapps", ["--json"]).stdout.contains("\"launched\" : true") })
+        let second = device.run("purge", ["--json"])
+        #expect(second.status == 0, "\(second)")
+        #expect(!second.stdout.contains("\"left\""), "\(second.stdout)")
+        #expect(second.stdout.contains("appsandboxfs.purge-device/1"), "\(second.stdout)")
+        #expect(try RulesSys.list(notes + "/Library/Caches").get() == [])
+        #expect(try RulesSys.list(notes + "/tmp").get() == [])
+        #expect(try RulesSys.list(shared + "/Library/Caches").get() == [])
+        #expect(try RulesSys.list(widget + "/Library/Caches").get() == ["keep.db"])
+    }
 }
 
 /// Every descendant of `pid`, parents first.
