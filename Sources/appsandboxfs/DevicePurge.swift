@@ -1,5 +1,6 @@
 import AppSandboxFS
 import ContainerBackup
+import DriverRuntime
 import SandboxPolicy
 
 /// `purge DEVICE` without `--app` (Z2): what iOS does to a device when
