@@ -75,6 +75,10 @@ struct GroupDatabaseExampleTests {
         let device = try device
         let app = try device.app(notes.bundleID), extensionApp = try device.app(widget.bundleID)
         let path = try app.group(group) + "/Library/notes.sqlite"
+        // The database is made (and put in WAL mode) once, as an app does
+        // at its first start: two connections switching the journal mode
+        // at the same instant may get SQLITE_BUSY without waiting.
+        #expect(try device.launch(app, arguments: ["count", path]).status == 0)
         let writers = try [device.start(app, arguments: ["write", path, "300", "app"]),
                            device.start(extensionApp, arguments: ["write", path, "300", "widget"])]
         for writer in writers {
