@@ -34,9 +34,13 @@ let package = Package(
         // A value behind a pthread mutex (seen by ThreadSanitizer); builds
         // everywhere (the fixture uses it on macOS too).
         .target(name: "Locking"),
+        // Small POSIX helpers with one copy each: error text (strerror),
+        // folder checks, reading a file to its end, errno names. Glibc or
+        // Darwin only: every target can use it, on every platform.
+        .target(name: "POSIXHelpers"),
         // The Swift face of libfuse: knows nothing of iOS.
         .target(name: "FuseKit", dependencies: [
-            "CFuse", "CLinux", "Locking",
+            "CFuse", "CLinux", "Locking", "POSIXHelpers",
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         // Zones, rules, decisions: no FUSE, no I/O.
@@ -44,7 +48,7 @@ let package = Package(
         // Linux calls that Swift's Glibc module hides (_GNU_SOURCE ones).
         .target(name: "CLinux"),
         // The one process spawner (posix_spawn, waitpid on one pid).
-        .target(name: "Spawning", dependencies: ["CLinux"]),
+        .target(name: "Spawning", dependencies: ["CLinux", "POSIXHelpers"]),
         // The one /proc/self/mountinfo reader and stale-mount check.
         .target(name: "MountInfo"),
         // Descriptor-relative I/O under the backing root.
@@ -54,7 +58,7 @@ let package = Package(
         ]),
         // The file system that joins the three above.
         .target(name: "AppSandboxFS", dependencies: [
-            "FuseKit", "SandboxPolicy", "BackingStore", "CLinux", "Locking", "Spawning", "MountInfo",
+            "FuseKit", "SandboxPolicy", "BackingStore", "CLinux", "Locking", "Spawning", "MountInfo", "POSIXHelpers",
             .product(name: "SystemPackage", package: "swift-system"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -67,13 +71,13 @@ let package = Package(
         // mount, the status record and the control socket's server. The
         // command line and the in-process fixture both go through it.
         .target(name: "DriverRuntime", dependencies: [
-            "AppSandboxFS", "FuseKit", "SandboxPolicy", "BackingStore", "Spawning", "MountInfo", "CLinux", "Locking",
+            "AppSandboxFS", "FuseKit", "SandboxPolicy", "BackingStore", "Spawning", "MountInfo", "CLinux", "Locking", "POSIXHelpers",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         .executableTarget(name: "appsandboxfs", dependencies: [
             "DriverRuntime", "AppSandboxFS", "FuseKit", "SandboxPolicy", "BackingStore", "ContainerBackup", "Spawning", "MountInfo",
-            "CLinux", "Locking", "ContainerFiles",
+            "CLinux", "Locking", "ContainerFiles", "POSIXHelpers",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "SystemPackage", package: "swift-system"),
@@ -87,7 +91,7 @@ let package = Package(
         // protection class act on a container (F1): hooks (Swift) and the
         // slots they are installed in (C). Linux only.
         .target(name: "CFoundationBridge"),
-        .target(name: "FoundationBridge", dependencies: ["CFoundationBridge", "ContainerFiles"]),
+        .target(name: "FoundationBridge", dependencies: ["CFoundationBridge", "ContainerFiles", "POSIXHelpers"]),
         // What `run` preloads: C code only, which loads FoundationBridge
         // into a program that uses Foundation. Linked without Swift's
         // startup code and with its runtime static (none of it is used), so
@@ -102,7 +106,7 @@ let package = Package(
         .target(name: "AppSandboxTesting", dependencies: [
             // SandboxPolicy (pure Swift, builds everywhere): the one
             // definition of protection classes and device states.
-            "ContainerFiles", "Locking", "SandboxPolicy",
+            "ContainerFiles", "Locking", "SandboxPolicy", "POSIXHelpers",
             .target(name: "FoundationBridge", condition: .when(platforms: [.linux])),
             .target(name: "Spawning", condition: .when(platforms: [.linux])),
             .target(name: "MountInfo", condition: .when(platforms: [.linux])),
@@ -115,7 +119,7 @@ let package = Package(
         ]),
         // A small program that runs scripted system calls, so tests can make
         // them as another user (setpriv) and compare two directories.
-        .executableTarget(name: "fsprobe", path: "Tests/fsprobe"),
+        .executableTarget(name: "fsprobe", dependencies: ["POSIXHelpers"], path: "Tests/fsprobe"),
         // A program that stores data as a typical iOS app does (or breaks
         // one storage guideline when asked), for tests that run it inside
         // a container with `appsandboxfs run`.
@@ -127,11 +131,11 @@ let package = Package(
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         .testTarget(name: "ContainerBackupTests", dependencies: [
-            "ContainerBackup", "BackingStore", "Spawning",
+            "ContainerBackup", "BackingStore", "Spawning", "POSIXHelpers",
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         .testTarget(name: "IntegrationTests", dependencies: [
-            "appsandboxfs", "fsprobe", "typicalapp", "AppSandboxTesting", "Spawning", "MountInfo", "DriverRuntime",
+            "appsandboxfs", "fsprobe", "typicalapp", "AppSandboxTesting", "Spawning", "MountInfo", "DriverRuntime", "POSIXHelpers",
         ]),
         // ContainerFiles on its own, in a mounted container, and the Swift
         // code the docs show, compiled against the built modules.

@@ -1,6 +1,7 @@
 import BackingStore
 import CLinux
 import Glibc
+import POSIXHelpers
 import SystemPackage
 
 /// Copies a build folder into a bundle (rule U1), for every way a bundle
@@ -296,7 +297,7 @@ struct BundleCopier {
 public struct UpdateFailure: Error, CustomStringConvertible {
     public var description: String
     init(_ path: String, errno code: Int32) {
-        description = "\(path): \(String(cString: strerror(code)))"
+        description = "\(path): \(errorText(code))"
     }
     init(_ description: String) {
         self.description = description

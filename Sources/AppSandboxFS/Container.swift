@@ -2,6 +2,7 @@ import BackingStore
 import CLinux
 import Foundation
 import Glibc
+import POSIXHelpers
 import SandboxPolicy
 import SystemPackage
 
@@ -22,7 +23,7 @@ public struct Container: Sendable {
     public func missingParts(bundleElsewhere: Bool = false) -> [String] {
         var required = ContainerLayout.requiredFolders
         if !bundleElsewhere { required.insert(layout.bundleName, at: 0) }
-        return required.filter { !Self.isFolder(backing + "/" + $0) }
+        return required.filter { !isFolder(backing + "/" + $0) }
     }
 
     /// Creates the backing directory and whatever folders it lacks. With
@@ -38,18 +39,18 @@ public struct Container: Sendable {
     @discardableResult
     public func create(bundleFrom: String? = nil, withBundle: Bool = true) throws -> DroppedPrivileges {
         // Check everything first, so that a refusal changes nothing.
-        if let bundleFrom, !Self.isFolder(bundleFrom) {
+        if let bundleFrom, !isFolder(bundleFrom) {
             throw ContainerError("bundle \(bundleFrom): " + (Self.exists(bundleFrom) ? "not a folder" : "no such folder"))
         }
-        if Self.exists(backing) && !Self.isFolder(backing) {
+        if Self.exists(backing) && !isFolder(backing) {
             throw ContainerError("\(backing): not a folder")
         }
         let parent = (backing as NSString).deletingLastPathComponent
-        if !Self.exists(backing), !Self.isFolder(parent) {
+        if !Self.exists(backing), !isFolder(parent) {
             throw ContainerError("\(backing): cannot be created: \(parent) " + (Self.exists(parent) ? "is not a folder" : "does not exist"))
         }
         let parentFD = open(parent.isEmpty ? "/" : parent, Int32(asfs_O_PATH) | O_DIRECTORY | O_CLOEXEC)
-        guard parentFD >= 0 else { throw ContainerError("\(parent): \(String(cString: strerror(errno)))") }
+        guard parentFD >= 0 else { throw ContainerError("\(parent): \(errorText(errno))") }
         defer { close(parentFD) }
         let root = try Self.makeFolder((backing as NSString).lastPathComponent, in: parentFD, path: backing)
         defer { close(root) }
@@ -70,7 +71,7 @@ public struct Container: Sendable {
         let root = root.rawValue
         for folder in ContainerLayout.requiredFolders {
             var current = dup(root)
-            guard current >= 0 else { throw ContainerError("\(path): \(String(cString: strerror(errno)))") }
+            guard current >= 0 else { throw ContainerError("\(path): \(errorText(errno))") }
             var built = path
             for part in folder.split(separator: "/") {
                 built += "/" + part
@@ -92,10 +93,10 @@ public struct Container: Sendable {
         if let bundleFrom {
             // The one copier of bundles (U1), never `cp -a` as root.
             let source = open(bundleFrom, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-            guard source >= 0 else { throw ContainerError("bundle \(bundleFrom): \(String(cString: strerror(errno)))") }
+            guard source >= 0 else { throw ContainerError("bundle \(bundleFrom): \(errorText(errno))") }
             defer { close(source) }
             var rootStatus = stat()
-            guard fstat(root, &rootStatus) == 0 else { throw ContainerError("\(path): \(String(cString: strerror(errno)))") }
+            guard fstat(root, &rootStatus) == 0 else { throw ContainerError("\(path): \(errorText(errno))") }
             let owner = bundleOwner ?? (rootStatus.st_uid, rootStatus.st_gid)
             var copier = BundleCopier(owner: owner.uid, group: owner.gid)
             do { try copier.copyContents(of: source, into: bundle, path: bundleFrom) } catch {
@@ -107,12 +108,12 @@ public struct Container: Sendable {
         guard fstatat(bundle, "Info.plist", &status, AT_SYMLINK_NOFOLLOW) != 0 else { return leftOut }
         let plist = openat(bundle, "Info.plist", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard plist >= 0 else {
-            throw ContainerError("\(bundlePath)/Info.plist: cannot be written: \(String(cString: strerror(errno)))")
+            throw ContainerError("\(bundlePath)/Info.plist: cannot be written: \(errorText(errno))")
         }
         defer { close(plist) }
         let bytes = Array(infoPlist(appName: layout.appName).utf8)
         guard bytes.withUnsafeBytes({ write(plist, $0.baseAddress, $0.count) }) == bytes.count else {
-            throw ContainerError("\(bundlePath)/Info.plist: cannot be written: \(String(cString: strerror(errno)))")
+            throw ContainerError("\(bundlePath)/Info.plist: cannot be written: \(errorText(errno))")
         }
         return leftOut
     }
@@ -121,12 +122,12 @@ public struct Container: Sendable {
     /// following a link: a descriptor of a folder, or an error naming `path`.
     static func makeFolder(_ name: String, in folder: Int32, path: String) throws -> Int32 {
         if mkdirat(folder, name, 0o755) != 0 && errno != EEXIST {
-            throw ContainerError("\(path): \(String(cString: strerror(errno)))")
+            throw ContainerError("\(path): \(errorText(errno))")
         }
         let fd = openat(folder, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else {
             let code = errno == ELOOP ? ENOTDIR : errno
-            throw ContainerError("\(path): \(String(cString: strerror(code)))")
+            throw ContainerError("\(path): \(errorText(code))")
         }
         return fd
     }
@@ -145,11 +146,6 @@ public struct Container: Sendable {
         var byte: UInt8 = 0
         guard asfs_lgetxattr(backing + "/Documents", probe, &byte, 1) < 0 else { return true }
         return errno != ENOTSUP && errno != EOPNOTSUPP
-    }
-
-    static func isFolder(_ path: String) -> Bool {
-        var s = stat()
-        return lstat(path, &s) == 0 && s.st_mode & S_IFMT == S_IFDIR
     }
 
     static func infoPlist(appName: String) -> String {

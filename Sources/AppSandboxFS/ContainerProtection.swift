@@ -1,6 +1,7 @@
 import BackingStore
 import CLinux
 import Glibc
+import POSIXHelpers
 import SandboxPolicy
 
 /// The container's default protection class (P4), kept on the backing
@@ -19,7 +20,7 @@ extension Container {
     public func setDefaultProtectionClass(_ protection: ProtectionClass) throws {
         let value = Array(protection.rawValue.utf8)
         guard asfs_lsetxattr(backing, ProtectionXattrs.containerDefaultName, value, value.count, 0) == 0 else {
-            throw ContainerError("\(backing): cannot record the default protection class: \(String(cString: strerror(errno)))")
+            throw ContainerError("\(backing): cannot record the default protection class: \(errorText(errno))")
         }
     }
 }

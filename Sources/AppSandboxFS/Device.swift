@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import POSIXHelpers
 import SandboxPolicy
 
 /// A device's backing directory (part three, A1): the folders of an empty
@@ -35,7 +36,7 @@ public struct Device: Sendable {
     public func create(protection: ProtectionClass?) throws {
         let parent = (backing as NSString).deletingLastPathComponent
         let parentFD = open(parent.isEmpty ? "/" : parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard parentFD >= 0 else { throw ContainerError("\(parent): \(String(cString: strerror(errno)))") }
+        guard parentFD >= 0 else { throw ContainerError("\(parent): \(errorText(errno))") }
         defer { close(parentFD) }
         let root = try Container.makeFolder((backing as NSString).lastPathComponent, in: parentFD, path: backing)
         defer { close(root) }
@@ -61,7 +62,7 @@ public struct Device: Sendable {
             let fd = try openFolder(relative, in: folder, path: path, create: true)
             defer { close(fd) }
             guard fchown(fd, owner.uid, owner.gid) == 0 else {
-                throw ContainerError("\(path)/\(relative): cannot give it to \(owner.uid): \(String(cString: strerror(errno)))")
+                throw ContainerError("\(path)/\(relative): cannot give it to \(owner.uid): \(errorText(errno))")
             }
         }
     }
@@ -70,7 +71,7 @@ public struct Device: Sendable {
     /// time without following a link, making the missing ones with `create`.
     static func openFolder(_ path: String, in folder: Int32, path shown: String, create: Bool = false) throws -> Int32 {
         var current = dup(folder)
-        guard current >= 0 else { throw ContainerError("\(shown): \(String(cString: strerror(errno)))") }
+        guard current >= 0 else { throw ContainerError("\(shown): \(errorText(errno))") }
         var built = shown
         for part in path.split(separator: "/") {
             built += "/" + part
@@ -85,7 +86,7 @@ public struct Device: Sendable {
                 if next < 0 {
                     let code = errno == ELOOP ? ENOTDIR : errno
                     close(current)
-                    throw ContainerError("\(built): \(String(cString: strerror(code)))")
+                    throw ContainerError("\(built): \(errorText(code))")
                 }
             }
             close(current)
@@ -100,11 +101,11 @@ public struct Device: Sendable {
                            owner: (uid: uid_t, gid: gid_t)?) throws {
         let data = try PropertyListSerialization.data(fromPropertyList: plist, format: .xml, options: 0)
         let fd = openat(folder, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw ContainerError("\(path)/\(name): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw ContainerError("\(path)/\(name): \(errorText(errno))") }
         defer { close(fd) }
         let written = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         guard written == data.count, owner.map({ fchown(fd, $0.uid, $0.gid) == 0 }) ?? true else {
-            throw ContainerError("\(path)/\(name): cannot be written: \(String(cString: strerror(errno)))")
+            throw ContainerError("\(path)/\(name): cannot be written: \(errorText(errno))")
         }
     }
 }

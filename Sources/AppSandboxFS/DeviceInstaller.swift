@@ -1,6 +1,7 @@
 import BackingStore
 import Foundation
 import Glibc
+import POSIXHelpers
 import SandboxPolicy
 import SystemPackage
 
@@ -45,7 +46,7 @@ public struct DeviceInstaller {
     public func install(appFolder: String, bundleID givenID: String?, groups givenGroups: [String]?,
                         check: (String) throws -> Void = { _ in }) throws -> Installed {
         let source = open(appFolder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard source >= 0 else { throw ContainerError("\(appFolder): \(String(cString: strerror(errno)))") }
+        guard source >= 0 else { throw ContainerError("\(appFolder): \(errorText(errno))") }
         defer { close(source) }
         guard let bundleID = givenID ?? BundleIdentifier.read(inBundle: source) else {
             throw ContainerError("\(appFolder): no bundle id: Info.plist names no CFBundleIdentifier (give --bundle-id)")
@@ -70,7 +71,7 @@ public struct DeviceInstaller {
         let root = try openRoot()
         defer { close(root) }
         var owner = stat()
-        guard fstat(root, &owner) == 0 else { throw ContainerError("\(backing): \(String(cString: strerror(errno)))") }
+        guard fstat(root, &owner) == 0 else { throw ContainerError("\(backing): \(errorText(errno))") }
         let who = (uid: owner.st_uid, gid: owner.st_gid)
         let staging = try Container.makeFolder(Device.stagingName, in: root, path: backing)
         defer { close(staging) }
@@ -110,7 +111,7 @@ public struct DeviceInstaller {
                 throw ContainerError("\(appFolder): copying it failed: \(error)")
             }
             leftOut = copier.leftOut
-            guard fchown(app, who.uid, who.gid) == 0 else { throw ContainerError("\(path): \(String(cString: strerror(errno)))") }
+            guard fchown(app, who.uid, who.gid) == 0 else { throw ContainerError("\(path): \(errorText(errno))") }
         }
         if let old = before.apps[bundleID] {
             try remove(ContainerLayout.bundleContainersPath + "/" + old.bundleUUID, root: root, staging: staging)
@@ -155,7 +156,7 @@ public struct DeviceInstaller {
     /// is the user's; from there on nothing follows a link).
     private func openRoot() throws -> Int32 {
         let fd = open(backing, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw ContainerError("\(backing): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw ContainerError("\(backing): \(errorText(errno))") }
         return fd
     }
 
@@ -174,11 +175,11 @@ public struct DeviceInstaller {
             var plist = metadata
             plist[DeviceCatalog.uuidKey] = uuid
             try Device.writePlist(plist, named: ContainerLayout.metadataName, in: folder, path: path, owner: owner)
-            guard fchown(folder, owner.uid, owner.gid) == 0 else { throw ContainerError("\(path): \(String(cString: strerror(errno)))") }
+            guard fchown(folder, owner.uid, owner.gid) == 0 else { throw ContainerError("\(path): \(errorText(errno))") }
             let destination = try Device.openFolder(relative, in: root, path: backing)
             defer { close(destination) }
             guard renameat(staging, uuid, destination, uuid) == 0 else {
-                throw ContainerError("\(backing)/\(relative)/\(uuid): \(String(cString: strerror(errno)))")
+                throw ContainerError("\(backing)/\(relative)/\(uuid): \(errorText(errno))")
             }
         } catch {
             Self.removeTree(uuid, in: staging)
@@ -196,7 +197,7 @@ public struct DeviceInstaller {
         defer { close(parent) }
         let parked = "removed-" + UUID().uuidString
         guard renameat(parent, name, staging, parked) == 0 else {
-            throw ContainerError("\(backing)/\(relative): cannot be removed: \(String(cString: strerror(errno)))")
+            throw ContainerError("\(backing)/\(relative): cannot be removed: \(errorText(errno))")
         }
         Self.removeTree(parked, in: staging)
     }
@@ -212,7 +213,7 @@ public struct DeviceInstaller {
 
     private static func chown(_ relative: String, in folder: Int32, path: String, owner: (uid: uid_t, gid: gid_t)) throws {
         guard fchownat(folder, relative, owner.uid, owner.gid, AT_SYMLINK_NOFOLLOW) == 0 else {
-            throw ContainerError("\(path)/\(relative): \(String(cString: strerror(errno)))")
+            throw ContainerError("\(path)/\(relative): \(errorText(errno))")
         }
     }
 

@@ -246,25 +246,25 @@ extension SandboxFileSystem {
 
     public func unlink(_ request: Request, parent id: NodeID, name: FileName, reply: consuming ReplyStatus) {
         let parent = nodes.node(id)
-        send(guarded(.unlink(entry: zone(ofChild: name.cString, in: parent)), request,
-                     at: .child(parent, name.cString)) { () throws(Errno) in
-            let entry = NodeName(name.cString)
-            try parent.withFD { (folder) throws(Errno) in
-                nodes.keepIfLastName(entry, in: parent, folder: folder, name.cString)
-                try charged(removing: name.cString, in: folder) { () throws(Errno) in try Backing.unlink(in: folder, name.cString) }
-            }
-            nodes.removed(entry, in: parent)
-        }, reply)
+        remove(.unlink(entry: zone(ofChild: name.cString, in: parent)), request, parent: parent, name: name,
+               call: Backing.unlink(in:_:), reply: reply)
     }
 
     public func rmdir(_ request: Request, parent id: NodeID, name: FileName, reply: consuming ReplyStatus) {
         let parent = nodes.node(id)
-        send(guarded(.removeDirectory(entry: zone(ofChild: name.cString, in: parent)), request,
-                     at: .child(parent, name.cString)) { () throws(Errno) in
+        remove(.removeDirectory(entry: zone(ofChild: name.cString, in: parent)), request, parent: parent, name: name,
+               call: Backing.rmdir(in:_:), reply: reply)
+    }
+
+    /// unlink and rmdir: the same steps around their one system call.
+    private func remove(_ operation: FileOperation, _ request: Request, parent: Node, name: FileName,
+                        call: (FileDescriptor, UnsafePointer<CChar>) throws(Errno) -> Void,
+                        reply: consuming ReplyStatus) {
+        send(guarded(operation, request, at: .child(parent, name.cString)) { () throws(Errno) in
             let entry = NodeName(name.cString)
             try parent.withFD { (folder) throws(Errno) in
                 nodes.keepIfLastName(entry, in: parent, folder: folder, name.cString)
-                try charged(removing: name.cString, in: folder) { () throws(Errno) in try Backing.rmdir(in: folder, name.cString) }
+                try charged(removing: name.cString, in: folder) { () throws(Errno) in try call(folder, name.cString) }
             }
             nodes.removed(entry, in: parent)
         }, reply)

@@ -1,4 +1,5 @@
 import Foundation
+import POSIXHelpers
 @_exported import enum SandboxPolicy.DeviceState
 @_exported import enum SandboxPolicy.ProtectionClass
 #if canImport(Glibc)
@@ -61,7 +62,7 @@ extension MountedContainer {
     public func setProtection(_ protection: ProtectionClass, of path: String) throws {
         let value = Array(protection.rawValue.utf8)
         guard XattrCalls.setxattr(path, "NSFileProtectionKey", value, value.count, 0) == 0 else {
-            throw FixtureError("setting the class of \(path) to \(protection.rawValue): \(String(cString: strerror(errno)))")
+            throw FixtureError("setting the class of \(path) to \(protection.rawValue): \(errorText(errno))")
         }
     }
 
@@ -70,7 +71,7 @@ extension MountedContainer {
         var buffer = [UInt8](repeating: 0, count: 128)
         let count = XattrCalls.getxattr(path, "NSFileProtectionKey", &buffer, buffer.count)
         guard count >= 0, let protection = ProtectionClass(rawValue: String(decoding: buffer[0..<count], as: UTF8.self)) else {
-            throw FixtureError("reading the class of \(path): \(count < 0 ? String(cString: strerror(errno)) : "unknown value")")
+            throw FixtureError("reading the class of \(path): \(count < 0 ? errorText(errno) : "unknown value")")
         }
         return protection
     }

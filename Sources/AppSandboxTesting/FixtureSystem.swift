@@ -5,6 +5,7 @@
 import AppSandboxFS
 import BackingStore
 import Glibc
+import POSIXHelpers
 import SandboxPolicy
 import Spawning
 
@@ -46,7 +47,7 @@ enum FixtureSystem {
         if umount2(mountpoint, Int32(UMOUNT_NOFOLLOW)) == 0 {
             return ProcessResult(status: 0, standardOutput: "", standardError: "")
         }
-        return ProcessResult(status: 1, standardOutput: "", standardError: "umount \(mountpoint): \(String(cString: strerror(errno)))")
+        return ProcessResult(status: 1, standardOutput: "", standardError: "umount \(mountpoint): \(errorText(errno))")
     }
 
     /// `rm -rf --one-file-system PATH` without the process: never follows a

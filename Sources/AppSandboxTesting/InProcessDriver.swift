@@ -13,6 +13,7 @@ import DriverRuntime
 import Glibc
 import Locking
 import Logging
+import POSIXHelpers
 import SandboxPolicy
 import Spawning
 
@@ -66,7 +67,7 @@ final class InProcessDriver: ContainerServer {
     static func start(backing: String, mountpoint: String, layout: ContainerLayout, root: String,
                       options: MountedContainer.Options) throws -> InProcessDriver {
         let logDescriptor = open(root + "/driver.log", O_WRONLY | O_APPEND | O_CLOEXEC)
-        guard logDescriptor >= 0 else { throw FixtureError("\(root)/driver.log: \(String(cString: strerror(errno)))") }
+        guard logDescriptor >= 0 else { throw FixtureError("\(root)/driver.log: \(errorText(errno))") }
         var handedOver = false
         defer { if !handedOver { close(logDescriptor) } }
         let logger = Logger(label: "appsandboxfs") { _ in LineLogHandler(descriptor: logDescriptor, bare: false) }
@@ -89,7 +90,7 @@ final class InProcessDriver: ContainerServer {
         }
         guard let ended = try? makePipe() else {
             mount.session.unmount()
-            throw FixtureError("pipe2: \(String(cString: strerror(errno)))")
+            throw FixtureError("pipe2: \(errorText(errno))")
         }
         let driver = InProcessDriver(mount: mount, dataProtection: configuration.dataProtection,
                                      settings: settings, configuration: configuration,
@@ -105,7 +106,7 @@ final class InProcessDriver: ContainerServer {
             context.release()
             mount.session.unmount()
             driver.watcher?.release()
-            throw FixtureError("pthread_create: \(String(cString: strerror(errno)))")
+            throw FixtureError("pthread_create: \(errorText(errno))")
         }
         pthread_detach(thread)
         return driver
@@ -118,7 +119,7 @@ final class InProcessDriver: ContainerServer {
             loop = serving.serve(privateUmask: true) { logger.warning("\($0)") }
         }
         mount.withLock { $0 = nil }
-        if loop != 0 { logger.error("reading /dev/fuse failed: \(String(cString: strerror(-loop)))") }
+        if loop != 0 { logger.error("reading /dev/fuse failed: \(errorText(-loop))") }
         logger.info("unmounted; serving ended")
         status.withLock { $0 = loop == 0 ? 0 : 1 }
         var byte: UInt8 = 1

@@ -1,6 +1,7 @@
 import ContainerFiles
 import Foundation
 import Locking
+import POSIXHelpers
 #if os(Linux)
 internal import FoundationBridge
 import MountInfo
@@ -376,13 +377,13 @@ public final class MountedContainer: Sendable {
         defer { if !handedOver && !options.keepFiles { removeTree(root) } }
 
         let backing = root + "/container", mountpoint = root + "/mnt"
-        guard mkdir(mountpoint, 0o755) == 0 else { throw FixtureError("mkdir \(mountpoint): \(String(cString: strerror(errno)))") }
+        guard mkdir(mountpoint, 0o755) == 0 else { throw FixtureError("mkdir \(mountpoint): \(errorText(errno))") }
         var arguments = [program, "mount", backing, mountpoint, "--foreground", "--denial-log", root + "/denials.log"]
         let appName: String
         if let template = options.template {
-            guard isFolder(template) else { throw FixtureError("template \(template): not a folder") }
+            guard isFolderOrLinkToOne(template) else { throw FixtureError("template \(template): not a folder") }
             appName = try options.appName ?? appNameOfTemplate(template, bundle: options.bundle)
-            guard mkdir(backing, 0o755) == 0 else { throw FixtureError("mkdir \(backing): \(String(cString: strerror(errno)))") }
+            guard mkdir(backing, 0o755) == 0 else { throw FixtureError("mkdir \(backing): \(errorText(errno))") }
             let copy = try Subprocess.run(["cp", "-a", "--reflink=auto", "--", template + "/.", backing + "/"])
             guard copy.succeeded else { throw FixtureError("copying the template \(template) failed: \(copy.standardError)") }
             arguments.append("--create")
@@ -401,7 +402,7 @@ public final class MountedContainer: Sendable {
         try prepare(backing)
         for file in [root + "/denials.log", root + "/driver.log"] {
             let fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-            guard fd >= 0 else { throw FixtureError("\(file): \(String(cString: strerror(errno)))") }
+            guard fd >= 0 else { throw FixtureError("\(file): \(errorText(errno))") }
             close(fd)
         }
 
@@ -552,7 +553,7 @@ public final class MountedContainer: Sendable {
     /// SwiftPM builds it there: .build/debug/appsandboxfs), else the first
     /// on PATH.
     public static func locateAppSandboxFS(_ explicit: String? = nil) throws -> String {
-        func program(_ path: String) -> String { isFolder(path) ? path + "/appsandboxfs" : path }
+        func program(_ path: String) -> String { isFolderOrLinkToOne(path) ? path + "/appsandboxfs" : path }
         var tried: [String] = []
         if let explicit {
             guard isExecutableFile(program(explicit)) else { throw FixtureError("appsandboxfs: \(program(explicit)) is not an executable") }
@@ -576,7 +577,7 @@ public final class MountedContainer: Sendable {
 
     private static func appNameOfTemplate(_ template: String, bundle: String?) throws -> String {
         let bundles = ((try? FileManager.default.contentsOfDirectory(atPath: template)) ?? [])
-            .filter { $0.hasSuffix(".app") && $0.count > 4 && isFolder(template + "/" + $0) }
+            .filter { $0.hasSuffix(".app") && $0.count > 4 && isFolderOrLinkToOne(template + "/" + $0) }
         guard bundles.count == 1 else {
             throw FixtureError("template \(template): cannot tell the app's name (\(bundles.count) *.app folders): give Options.appName")
         }
@@ -585,11 +586,11 @@ public final class MountedContainer: Sendable {
 
     static func makeTemporaryFolder(in folder: String) throws -> String {
         if mkdir(folder, 0o755) != 0 && errno != EEXIST {
-            throw FixtureError("mkdir \(folder): \(String(cString: strerror(errno)))")
+            throw FixtureError("mkdir \(folder): \(errorText(errno))")
         }
         var template = Array("\(folder)/appsandboxfs-test-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else {
-            throw FixtureError("mkdtemp in \(folder): \(String(cString: strerror(errno)))")
+            throw FixtureError("mkdtemp in \(folder): \(errorText(errno))")
         }
         let path = String(cString: made)
         chmod(path, 0o755)  // so that code run as another user can reach the mount

@@ -13,6 +13,7 @@
 
 #if canImport(Testing)
 import Foundation
+import POSIXHelpers
 import Testing
 
 extension MountedContainer {
@@ -25,7 +26,7 @@ extension MountedContainer {
     /// (set-user-ID) to mount for us.
     public static var mountingUnavailableReason: String? {
         let fd = open("/dev/fuse", O_RDWR | O_CLOEXEC)
-        guard fd >= 0 else { return "/dev/fuse: \(String(cString: strerror(errno))) (FUSE is not available here)" }
+        guard fd >= 0 else { return "/dev/fuse: \(errorText(errno)) (FUSE is not available here)" }
         close(fd)
         if geteuid() != 0 && Subprocess.onPath("fusermount3") == nil {
             return "not root and no fusermount3 on PATH (install fuse3)"

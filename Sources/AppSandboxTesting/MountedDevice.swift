@@ -1,6 +1,7 @@
 import ContainerFiles
 import Foundation
 import Locking
+import POSIXHelpers
 #if os(Linux)
 internal import FoundationBridge
 import MountInfo
@@ -171,13 +172,13 @@ public final class MountedDevice: Sendable {
         var handedOver = false
         defer { if !handedOver && !options.keepFiles { FixtureSystem.removeTree(root) } }
         for folder in [root + "/mnt", root + "/builds", root + "/launches"] where mkdir(folder, 0o755) != 0 {
-            throw FixtureError("mkdir \(folder): \(String(cString: strerror(errno)))")
+            throw FixtureError("mkdir \(folder): \(errorText(errno))")
         }
         let made = try Subprocess.run([program, "device", "init", root + "/device"])
         guard made.succeeded else { throw FixtureError("appsandboxfs device init failed (\(made.status)): \(made.standardError)") }
         for file in [root + "/denials.log", root + "/driver.log"] {
             let fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-            guard fd >= 0 else { throw FixtureError("\(file): \(String(cString: strerror(errno)))") }
+            guard fd >= 0 else { throw FixtureError("\(file): \(errorText(errno))") }
             close(fd)
         }
         var arguments = [program, "mount", root + "/device", root + "/mnt", "--foreground", "--denial-log", root + "/denials.log"]

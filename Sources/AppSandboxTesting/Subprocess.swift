@@ -3,6 +3,7 @@
 
 #if os(Linux)
 import Glibc
+import POSIXHelpers
 import Spawning
 
 /// How a program ended, and what it printed.
@@ -30,7 +31,7 @@ final class TemporaryFile {
     init() throws {
         var template = Array("/tmp/appsandboxfs-testing-XXXXXX".utf8CString)
         let fd = mkstemp(&template)
-        guard fd >= 0 else { throw FixtureError("mkstemp: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw FixtureError("mkstemp: \(errorText(errno))") }
         close(fd)
         path = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
@@ -57,26 +58,13 @@ func isExecutableFile(_ path: String) -> Bool {
     return stat(path, &status) == 0 && status.st_mode & S_IFMT == S_IFREG && access(path, X_OK) == 0
 }
 
-func isFolder(_ path: String) -> Bool {
-    var status = stat()
-    return stat(path, &status) == 0 && status.st_mode & S_IFMT == S_IFDIR
-}
-
 /// A whole file as text, nil when it cannot be read.
 func readText(_ path: String) -> String? {
     let fd = open(path, O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { return nil }
     defer { close(fd) }
-    var bytes: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 65536)
-    while true {
-        let count = read(fd, &buffer, buffer.count)
-        if count < 0 && errno == EINTR { continue }
-        if count < 0 { return nil }
-        if count == 0 { break }
-        bytes += buffer[0..<count]
-    }
-    return String(decoding: bytes, as: UTF8.self)
+    let (bytes, error) = readToEnd(fd)
+    return error == 0 ? String(decoding: bytes, as: UTF8.self) : nil
 }
 
 /// The last lines of a log, for an error message.

@@ -12,3 +12,15 @@ public func directoryEntryName(_ entry: UnsafeMutablePointer<dirent>) -> [UInt8]
         }
     }
 }
+
+/// The names in an open directory stream as text, "." and ".." left out,
+/// in readdir(3)'s order; closes the stream.
+public func directoryNames(closing stream: OpaquePointer) -> [String] {
+    defer { closedir(stream) }
+    var names: [String] = []
+    while let entry = readdir(stream) {
+        let name = String(decoding: directoryEntryName(entry), as: UTF8.self)
+        if name != "." && name != ".." { names.append(name) }
+    }
+    return names
+}

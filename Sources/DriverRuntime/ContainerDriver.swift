@@ -1,7 +1,9 @@
 import AppSandboxFS
+import BackingStore
 import Glibc
 import Logging
 import MountInfo
+import POSIXHelpers
 import SandboxPolicy
 import Spawning
 import SystemPackage
@@ -115,7 +117,7 @@ public struct ContainerDriver: Sendable {
         // Until the mount is gone (unmounted, SIGTERM or SIGINT); then tmp
         // is emptied (T2). `unmount` waits for this process to exit.
         let status = mount.serve { logger.warning("\($0)") }
-        if status != 0 { logger.error("\(mountPath): reading /dev/fuse failed: \(String(cString: strerror(-status)))") }
+        if status != 0 { logger.error("\(mountPath): reading /dev/fuse failed: \(errorText(-status))") }
         statusRecord?.remove()
         if let controlSocket { unlink(controlSocket) }
         logger.info("\(mountPath): unmounted; exiting")
@@ -169,15 +171,7 @@ public struct ContainerDriver: Sendable {
 /// Listing a folder without Foundation's FileManager.
 public enum FileManagerless {
     public static func list(_ path: String) throws -> [String] {
-        guard let dir = opendir(path) else { throw Failure("\(path): \(String(cString: strerror(errno)))") }
-        defer { closedir(dir) }
-        var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafePointer(to: &entry.pointee.d_name) {
-                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names
+        guard let dir = opendir(path) else { throw Failure("\(path): \(errorText(errno))") }
+        return directoryNames(closing: dir)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import POSIXHelpers
 import Spawning
 
 /// Running the driver in the background: the command starts itself again
@@ -26,7 +27,7 @@ enum Daemon {
                 let code = errno
                 close(writeEnd)
                 close(readEnd)
-                throw Failure("log file \(logFile): \(code == ELOOP ? "a symbolic link; refused" : String(cString: strerror(code)))")
+                throw Failure("log file \(logFile): \(code == ELOOP ? "a symbolic link; refused" : errorText(code))")
             }
         }
         defer { if logFD >= 0 { close(logFD) } }

@@ -2,6 +2,7 @@ import MountInfo
 import AppSandboxFS
 import Foundation
 import Glibc
+import POSIXHelpers
 import SandboxPolicy
 
 /// How `appsandboxfs lock|unlock|reboot MOUNTPOINT` reach the driver of a
@@ -38,7 +39,7 @@ public enum DeviceControl {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
         guard bound == 0, chmod(path, 0o600) == 0, listen(fd, 16) == 0 else {
-            FileHandleless.warn("\(path): cannot make the control socket: \(String(cString: strerror(errno))) (appsandboxfs lock/unlock/reboot will not reach this mount)")
+            FileHandleless.warn("\(path): cannot make the control socket: \(errorText(errno)) (appsandboxfs lock/unlock/reboot will not reach this mount)")
             close(fd)
             return nil
         }
@@ -175,7 +176,7 @@ public enum DeviceControl {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
         guard connected == 0 else {
-            throw Failure("\(mountpoint): cannot reach its driver (pid \(record.pid)) at \(path): \(String(cString: strerror(errno)))")
+            throw Failure("\(mountpoint): cannot reach its driver (pid \(record.pid)) at \(path): \(errorText(errno))")
         }
         setTimeout(fd, seconds: 10)
         reply(fd, request)

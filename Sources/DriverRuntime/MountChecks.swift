@@ -1,6 +1,7 @@
 import AppSandboxFS
 import Glibc
 import MountInfo
+import POSIXHelpers
 import SandboxPolicy
 
 /// The checks `mount` makes before it mounts (rule L1): each failure is one
@@ -12,7 +13,7 @@ public enum MountChecks {
             if errno == ENOTCONN {
                 throw Failure("\(path): a stale mount (its driver died: transport endpoint is not connected); run `appsandboxfs unmount \(path)` or mount with --recover")
             }
-            throw Failure("\(role) \(path): \(String(cString: strerror(errno)))")
+            throw Failure("\(role) \(path): \(errorText(errno))")
         }
         guard s.st_mode & S_IFMT == S_IFDIR else { throw Failure("\(role) \(path): not a folder") }
     }
@@ -25,7 +26,7 @@ public enum MountChecks {
         let fd = openLogFile(path)
         guard fd >= 0 else {
             if errno == ELOOP { throw Failure("\(role) \(path): a symbolic link; refused (name the file itself)") }
-            throw Failure("\(role) \(path): \(String(cString: strerror(errno)))")
+            throw Failure("\(role) \(path): \(errorText(errno))")
         }
         close(fd)
     }
@@ -55,7 +56,7 @@ public enum MountChecks {
     public static func fuseDeviceUsable() throws {
         let fd = open("/dev/fuse", O_RDWR | O_CLOEXEC)
         guard fd >= 0 else {
-            throw Failure("/dev/fuse: \(String(cString: strerror(errno))) (install fuse3, and run as root or a user allowed to use FUSE)")
+            throw Failure("/dev/fuse: \(errorText(errno)) (install fuse3, and run as root or a user allowed to use FUSE)")
         }
         close(fd)
     }
@@ -71,16 +72,10 @@ public enum MountChecks {
 extension String {
     public init(contentsOfFileWithoutFoundation path: String) throws {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw Failure("\(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw Failure("\(path): \(errorText(errno))") }
         defer { close(fd) }
-        var data: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let count = read(fd, &buffer, buffer.count)
-            if count <= 0 { break }
-            data += buffer[0..<count]
-        }
-        self = String(decoding: data, as: UTF8.self)
+        // A read error ends the text where it stopped, as the end would.
+        self = String(decoding: readToEnd(fd).bytes, as: UTF8.self)
     }
 }
 

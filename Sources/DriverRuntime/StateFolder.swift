@@ -1,5 +1,6 @@
 import BackingStore
 import Glibc
+import POSIXHelpers
 
 /// The folder of the drivers' status records, opened once and checked: a
 /// folder (not a link to one) owned by this user (root's may also be owned
@@ -18,17 +19,17 @@ public final class StateFolder: Sendable {
     public init(_ path: String, create: Bool) throws {
         self.path = path
         if create, mkdir(path, 0o700) != 0, errno != EEXIST {
-            throw Failure("\(path): cannot be created: \(String(cString: strerror(errno)))")
+            throw Failure("\(path): cannot be created: \(errorText(errno))")
         }
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else {
             if errno == ENOENT { throw Missing() }
-            throw Failure("\(path): \(errno == ELOOP || errno == ENOTDIR ? "not a folder (a link?)" : String(cString: strerror(errno)))")
+            throw Failure("\(path): \(errno == ELOOP || errno == ENOTDIR ? "not a folder (a link?)" : errorText(errno))")
         }
         var status = stat()
         guard fstat(fd, &status) == 0 else {
             close(fd)
-            throw Failure("\(path): \(String(cString: strerror(errno)))")
+            throw Failure("\(path): \(errorText(errno))")
         }
         if let problem = Self.problem(owner: status.st_uid, mode: status.st_mode) {
             close(fd)
@@ -51,7 +52,7 @@ public final class StateFolder: Sendable {
         let temporary = ".\(name).partial"
         unlinkat(fd, temporary, 0)
         let file = openat(fd, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
-        guard file >= 0 else { throw Failure("\(path)/\(temporary): \(String(cString: strerror(errno)))") }
+        guard file >= 0 else { throw Failure("\(path)/\(temporary): \(errorText(errno))") }
         var done = 0
         while done < bytes.count {
             let count = bytes.withUnsafeBytes { Glibc.write(file, $0.baseAddress! + done, bytes.count - done) }
@@ -60,7 +61,7 @@ public final class StateFolder: Sendable {
                 let code = errno
                 close(file)
                 unlinkat(fd, temporary, 0)
-                throw Failure("\(path)/\(temporary): \(String(cString: strerror(code)))")
+                throw Failure("\(path)/\(temporary): \(errorText(code))")
             }
             done += count
         }
@@ -68,7 +69,7 @@ public final class StateFolder: Sendable {
         guard renameat(fd, temporary, fd, name) == 0 else {
             let code = errno
             unlinkat(fd, temporary, 0)
-            throw Failure("\(path)/\(name): \(String(cString: strerror(code)))")
+            throw Failure("\(path)/\(name): \(errorText(code))")
         }
     }
 
@@ -102,12 +103,6 @@ public final class StateFolder: Sendable {
     public func names() -> [String] {
         let copy = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard copy >= 0, let dir = fdopendir(copy) else { return [] }
-        defer { closedir(dir) }
-        var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = String(decoding: directoryEntryName(entry), as: UTF8.self)
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names
+        return directoryNames(closing: dir)
     }
 }

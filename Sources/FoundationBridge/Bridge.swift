@@ -7,6 +7,7 @@
 internal import CFoundationBridge
 import Foundation
 import Glibc
+import POSIXHelpers
 
 /// The Foundation bridge: a program's own Foundation calls for the "do not
 /// back up" mark and the protection class act on a container (F1).
@@ -205,7 +206,7 @@ struct Installation: @unchecked Sendable {
         let data = Hook.dataWrite
         let dataHook = asfs_bridge_hook(Int32(data.rawValue))
         if asfs_bridge_rebind(data.symbol, dataHook) < 0 {
-            let reason = String(cString: strerror(errno))
+            let reason = errorText(errno)
             _ = asfs_bridge_rebind(data.symbol, UnsafeMutableRawPointer(mutating: originals[data.rawValue]))
             return .unavailable("the GOT cannot be written: \(reason)")
         }
@@ -214,7 +215,7 @@ struct Installation: @unchecked Sendable {
             let replacement = asfs_bridge_hook(Int32(hook.rawValue))
             if asfs_bridge_write_slot(slot.withMemoryRebound(to: UnsafeMutableRawPointer?.self, capacity: 1) { $0 },
                                       replacement) != 0 {
-                let reason = String(cString: strerror(errno))
+                let reason = errorText(errno)
                 for (done, doneSlot) in written {
                     _ = asfs_bridge_write_slot(doneSlot.withMemoryRebound(to: UnsafeMutableRawPointer?.self, capacity: 1) { $0 },
                                                UnsafeMutableRawPointer(mutating: originals[done.rawValue]))

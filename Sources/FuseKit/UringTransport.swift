@@ -2,6 +2,7 @@ import CFuse
 import CLinux
 import Glibc
 import Locking
+import POSIXHelpers
 import Synchronization
 
 /// FUSE over io_uring: requests come in and replies go out through one
@@ -160,7 +161,7 @@ final class UringTransport: Sendable {
         for entry in 0..<Self.queueDepth {
             let result = queue.submitRegister(entry: entry, device: attached.device)
             if result < 0 {
-                reportRefusal("registering queue \(queue.index) failed (\(String(cString: strerror(-result))))")
+                reportRefusal("registering queue \(queue.index) failed (\(errorText(-result)))")
             } else {
                 live += 1
             }
@@ -186,7 +187,7 @@ final class UringTransport: Sendable {
                 }
                 // ENOTCONN: the connection is gone (unmounted, aborted).
                 if result != -ENOTCONN && result != -ECONNABORTED {
-                    reportRefusal("the kernel ended an entry of queue \(queue.index) (\(String(cString: strerror(-result))))")
+                    reportRefusal("the kernel ended an entry of queue \(queue.index) (\(errorText(-result)))")
                 }
                 live -= 1
                 continue
@@ -240,12 +241,12 @@ private final class RingQueue: @unchecked Sendable {
         var error: Int32 = 0
         // The entries, the stop poll, and room for a resubmission.
         guard let ring = asfs_ring_create(UInt32(UringTransport.queueDepth + 2), &error) else {
-            return .failure(.refused("io_uring_setup refused (\(String(cString: strerror(error))))"))
+            return .failure(.refused("io_uring_setup refused (\(errorText(error)))"))
         }
         let stopEvent = asfs_eventfd()
         guard stopEvent >= 0 else {
             asfs_ring_destroy(ring)
-            return .failure(.refused("eventfd failed (\(String(cString: strerror(errno))))"))
+            return .failure(.refused("eventfd failed (\(errorText(errno)))"))
         }
         let depth = UringTransport.queueDepth
         // Page-aligned, as the kernel may pin them; untouched pages cost nothing.

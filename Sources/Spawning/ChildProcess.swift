@@ -11,6 +11,7 @@
 
 import CLinux
 import Glibc
+import POSIXHelpers
 
 /// How a child ended.
 public enum ExitStatus: Sendable, Equatable, CustomStringConvertible {
@@ -43,7 +44,7 @@ public struct SpawnError: Error, Sendable, CustomStringConvertible {
     public var program: String
     public var code: Int32
 
-    public var description: String { "cannot start \(program): \(String(cString: strerror(code)))" }
+    public var description: String { "cannot start \(program): \(errorText(code))" }
 }
 
 /// Where one of the child's standard descriptors comes from.

@@ -3,6 +3,7 @@ import ArgumentParser
 import ContainerBackup
 import DriverRuntime
 import Glibc
+import POSIXHelpers
 import SystemPackage
 
 struct BackupCommand: ParsableCommand {
@@ -77,7 +78,7 @@ struct BackupCommand: ParsableCommand {
             let (folder, name) = splitPath(archivePath)
             let temporary = "\(folder)/.\(name).partial-\(getpid())"
             output = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-            guard output >= 0 else { throw Failure("\(temporary): \(String(cString: strerror(errno)))") }
+            guard output >= 0 else { throw Failure("\(temporary): \(errorText(errno))") }
             partial = temporary
         }
         defer {
@@ -102,7 +103,7 @@ struct BackupCommand: ParsableCommand {
         progress?.finish()
         if let partial {
             guard fsync(output) == 0, rename(partial, archivePath) == 0 else {
-                throw Failure("\(archivePath): \(String(cString: strerror(errno)))")
+                throw Failure("\(archivePath): \(errorText(errno))")
             }
         }
         if changed {

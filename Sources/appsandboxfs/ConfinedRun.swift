@@ -3,6 +3,7 @@ import CLinux
 import DriverRuntime
 import Glibc
 import MountInfo
+import POSIXHelpers
 import SandboxPolicy
 
 /// `run --confine` (R1-R5): gathers what the confined world must hide from
@@ -175,7 +176,7 @@ enum ConfinedRun {
     private static func describe(_ failure: asfs_confine_failure, command: String) -> Error {
         var step = failure.step
         let what = withUnsafeBytes(of: &step) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        let reason = String(cString: strerror(failure.error))
+        let reason = errorText(failure.error)
         switch failure.exit_status {
         case 127:
             FileHandleless.warn("\(command): command not found")

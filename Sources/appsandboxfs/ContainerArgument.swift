@@ -1,6 +1,7 @@
 import DriverRuntime
 import Glibc
 import MountInfo
+import POSIXHelpers
 import SandboxPolicy
 
 /// The CONTAINER argument of backup-report, purge and backup: a backing
@@ -14,11 +15,7 @@ struct ContainerArgument {
 
     init(_ argument: String) throws {
         path = absolutePath(argument)
-        if let entry = MountTable.entry(at: path) {
-            backing = try entry.trustedBacking()
-        } else {
-            backing = path
-        }
+        backing = try backingDirectory(of: path)
         try MountChecks.folder(backing, role: "container")
     }
 
@@ -49,10 +46,12 @@ struct ContainerArgument {
     }
 }
 
-/// Whether `path` is a folder (not a symbolic link to one).
-func isFolder(_ path: String) -> Bool {
-    var status = stat()
-    return lstat(path, &status) == 0 && status.st_mode & S_IFMT == S_IFDIR
+/// The backing directory of `path`: read from the mount table (and
+/// trusted as `trustedBacking` checks) when something is mounted there,
+/// else `path` itself. For the CONTAINER and DEVICE arguments.
+func backingDirectory(of path: String) throws -> String {
+    guard let entry = MountTable.entry(at: path) else { return path }
+    return try entry.trustedBacking()
 }
 
 /// Whether `path` is `folder` or lies below it (both absolute, standardized).

@@ -4,6 +4,7 @@ import DriverRuntime
 import Foundation
 import Glibc
 import MountInfo
+import POSIXHelpers
 
 struct DeliverCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -53,7 +54,7 @@ struct DeliverCommand: ParsableCommand {
         // Every file is checked before any is delivered: a bad one changes nothing.
         for file in files {
             var s = stat()
-            guard stat(absolutePath(file), &s) == 0 else { throw Failure("\(file): \(String(cString: strerror(errno)))") }
+            guard stat(absolutePath(file), &s) == 0 else { throw Failure("\(file): \(errorText(errno))") }
             guard s.st_mode & S_IFMT == S_IFREG else { throw Failure("\(file): not a regular file") }
         }
         for file in files {
@@ -90,13 +91,13 @@ struct DeliverCommand: ParsableCommand {
     /// by whoever can write it) cannot send root's copy elsewhere.
     static func openInbox(_ backing: String) throws -> Int32 {
         let root = open(backing, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard root >= 0 else { throw Failure("\(backing): \(String(cString: strerror(errno)))") }
+        guard root >= 0 else { throw Failure("\(backing): \(errorText(errno))") }
         defer { close(root) }
         let documents = openat(root, "Documents", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        guard documents >= 0 else { throw Failure("\(backing)/Documents: not a folder (\(String(cString: strerror(errno))))") }
+        guard documents >= 0 else { throw Failure("\(backing)/Documents: not a folder (\(errorText(errno)))") }
         defer { close(documents) }
         let inbox = openat(documents, "Inbox", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        guard inbox >= 0 else { throw Failure("\(backing)/Documents/Inbox: not a folder (\(String(cString: strerror(errno))))") }
+        guard inbox >= 0 else { throw Failure("\(backing)/Documents/Inbox: not a folder (\(errorText(errno)))") }
         return inbox
     }
 
@@ -107,27 +108,27 @@ struct DeliverCommand: ParsableCommand {
     /// delivered file is data (docs/security.md).
     private func deliver(_ source: String, into inbox: Int32, path inboxPath: String) throws -> String {
         let input = open(source, O_RDONLY | O_CLOEXEC)
-        guard input >= 0 else { throw Failure("\(source): \(String(cString: strerror(errno)))") }
+        guard input >= 0 else { throw Failure("\(source): \(errorText(errno))") }
         defer { close(input) }
         var status = stat()
         guard fstat(input, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { throw Failure("\(source): not a regular file") }
         let temporary = ".appsandboxfs-delivery-\(getpid())"
         unlinkat(inbox, temporary, 0)
         let output = openat(inbox, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard output >= 0 else { throw Failure("\(inboxPath)/\(temporary): \(String(cString: strerror(errno)))") }
+        guard output >= 0 else { throw Failure("\(inboxPath)/\(temporary): \(errorText(errno))") }
         do {
             defer { close(output) }
             var buffer = [UInt8](repeating: 0, count: 1 << 20)
             while true {
                 let count = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
                 if count < 0 && errno == EINTR { continue }
-                guard count >= 0 else { throw Failure("\(source): \(String(cString: strerror(errno)))") }
+                guard count >= 0 else { throw Failure("\(source): \(errorText(errno))") }
                 if count == 0 { break }
                 var done = 0
                 while done < count {
                     let wrote = buffer.withUnsafeBytes { write(output, $0.baseAddress! + done, count - done) }
                     if wrote < 0 && errno == EINTR { continue }
-                    guard wrote > 0 else { throw Failure("\(source): cannot copy into \(inboxPath): \(String(cString: strerror(errno)))") }
+                    guard wrote > 0 else { throw Failure("\(source): cannot copy into \(inboxPath): \(errorText(errno))") }
                     done += wrote
                 }
             }
@@ -146,7 +147,7 @@ struct DeliverCommand: ParsableCommand {
             guard errno == EEXIST else {
                 let code = errno
                 unlinkat(inbox, temporary, 0)
-                throw Failure("\(inboxPath)/\(name): \(String(cString: strerror(code)))")
+                throw Failure("\(inboxPath)/\(name): \(errorText(code))")
             }
         }
         unlinkat(inbox, temporary, 0)

@@ -3,6 +3,7 @@ import ContainerBackup
 import DriverRuntime
 import Foundation
 import Glibc
+import POSIXHelpers
 import SandboxPolicy
 import SystemPackage
 
@@ -107,7 +108,7 @@ enum DeviceBackup {
         var lines: [String] = []
         for step in plan {
             let input = open(archive, O_RDONLY | O_CLOEXEC)
-            guard input >= 0 else { throw Failure("\(archive): \(String(cString: strerror(errno)))") }
+            guard input >= 0 else { throw Failure("\(archive): \(errorText(errno))") }
             defer { close(input) }
             let outcome: ContainerRestore.Outcome
             do {

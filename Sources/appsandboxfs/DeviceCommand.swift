@@ -3,6 +3,7 @@ import ArgumentParser
 import DriverRuntime
 import Foundation
 import MountInfo
+import POSIXHelpers
 import SandboxPolicy
 
 /// `appsandboxfs device init DIR` (A1).
@@ -62,11 +63,7 @@ struct DeviceArgument {
 
     init(_ argument: String) throws {
         path = absolutePath(argument)
-        if let entry = MountTable.entry(at: path) {
-            backing = try entry.trustedBacking()
-        } else {
-            backing = path
-        }
+        backing = try backingDirectory(of: path)
         guard Device.isDevice(backing) else {
             throw Failure("\(path): not a device (make one with `appsandboxfs device init`)")
         }
@@ -77,7 +74,7 @@ struct DeviceArgument {
 
     func catalog() throws -> DeviceCatalog {
         let root = open(backing, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard root >= 0 else { throw Failure("\(backing): \(String(cString: strerror(errno)))") }
+        guard root >= 0 else { throw Failure("\(backing): \(errorText(errno))") }
         defer { close(root) }
         do { return try DeviceCatalog(root: root, path: backing) } catch { throw Failure("\(error)") }
     }

@@ -75,13 +75,18 @@ enum Launches {
         return found
     }
 
+    /// Sends `signal` to every process of these launches.
+    static func signal(_ records: [LaunchRecord], _ signal: Int32) {
+        for record in records {
+            for pid in processes(of: record) { Glibc.kill(pid, signal) }
+        }
+    }
+
     /// Ends every process of these launches (SIGKILL to each world's first
     /// process ends its PID namespace) and waits, up to five seconds, for
     /// them to be gone.
     static func kill(_ records: [LaunchRecord]) {
-        for record in records {
-            for pid in processes(of: record) { Glibc.kill(pid, SIGKILL) }
-        }
+        signal(records, SIGKILL)
         for _ in 0..<500 {
             let gone = records.allSatisfy { record in
                 guard let process = StatusFile.processState(record.pid) else { return true }
@@ -109,12 +114,6 @@ enum Launches {
 
     static func directoryNames(_ path: String) -> [String] {
         guard let dir = opendir(path) else { return [] }
-        defer { closedir(dir) }
-        var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = String(decoding: directoryEntryName(entry), as: UTF8.self)
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names
+        return BackingStore.directoryNames(closing: dir)
     }
 }

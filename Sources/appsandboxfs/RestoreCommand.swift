@@ -5,6 +5,7 @@ import ContainerBackup
 import DriverRuntime
 import Glibc
 import MountInfo
+import POSIXHelpers
 import SandboxPolicy
 import SystemPackage
 
@@ -67,7 +68,7 @@ struct RestoreCommand: ParsableCommand {
         }
         let path = absolutePath(archive)
         let input = open(path, O_RDONLY | O_CLOEXEC)
-        guard input >= 0 else { throw Failure("\(archive): \(String(cString: strerror(errno)))") }
+        guard input >= 0 else { throw Failure("\(archive): \(errorText(errno))") }
         let opening: TarArchive.Opening
         do {
             defer { close(input) }
@@ -98,7 +99,7 @@ struct RestoreCommand: ParsableCommand {
         let exists = lstat(target, &status) == 0
         var existingApp: String?
         if replace {
-            guard exists else { throw Failure("\(target): \(String(cString: strerror(errno))) (--replace needs an existing container)") }
+            guard exists else { throw Failure("\(target): \(errorText(errno)) (--replace needs an existing container)") }
             existingApp = try? ContainerDriver.guessAppName(in: target)
         } else if exists {
             guard status.st_mode & S_IFMT == S_IFDIR, (try? FileManagerless.list(target))?.isEmpty == true else {
@@ -114,7 +115,7 @@ struct RestoreCommand: ParsableCommand {
             input = STDIN_FILENO
         } else {
             input = open(absolutePath(archive), O_RDONLY | O_CLOEXEC)
-            guard input >= 0 else { throw Failure("\(archive): \(String(cString: strerror(errno)))") }
+            guard input >= 0 else { throw Failure("\(archive): \(errorText(errno))") }
             var archiveStatus = stat()
             if fstat(input, &archiveStatus) == 0 && archiveStatus.st_mode & S_IFMT == S_IFREG {
                 size = Int64(archiveStatus.st_size)

@@ -1,6 +1,7 @@
 import ArgumentParser
 import DriverRuntime
 import Glibc
+import POSIXHelpers
 
 struct RunCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -81,7 +82,7 @@ struct RunCommand: ParsableCommand {
             FileHandleless.warn("\(command[0]): command not found")
             throw ExitCode(127)
         }
-        FileHandleless.warn("\(command[0]): \(String(cString: strerror(code)))")
+        FileHandleless.warn("\(command[0]): \(errorText(code))")
         throw ExitCode(126)
     }
 }

@@ -3,6 +3,7 @@ import ArgumentParser
 import DriverRuntime
 import Foundation
 import Glibc
+import POSIXHelpers
 
 /// `appsandboxfs suspend MOUNTPOINT ID` (Z1, Z2): the app's processes
 /// stopped, or killed when one holds a lock on a file in a group container
@@ -38,11 +39,7 @@ struct SuspendCommand: ParsableCommand {
         // Stopped first, then looked at: a lock taken while the check ran
         // would otherwise be missed. A process forked meanwhile is found by
         // the second walk.
-        for _ in 0..<2 {
-            for launch in launches {
-                for pid in Launches.processes(of: launch) { kill(pid, SIGSTOP) }
-            }
-        }
+        for _ in 0..<2 { Launches.signal(launches, SIGSTOP) }
         let processes = launches.flatMap(Launches.processes)
         AppLocks.waitUntilStopped(processes)
         let locks = AppLocks.held(by: processes, under: device.shown("Containers/Shared/AppGroup") + "/")
@@ -80,9 +77,7 @@ struct ResumeCommand: ParsableCommand {
         let suspended = Launches.live(backing: device.backing, bundleID: bundleID).filter(\.suspended)
         guard !suspended.isEmpty else { throw Failure("\(device.path): \(bundleID) is not suspended") }
         try Launches.setSuspended(false, suspended)
-        for launch in suspended {
-            for pid in Launches.processes(of: launch) { kill(pid, SIGCONT) }
-        }
+        Launches.signal(suspended, SIGCONT)
     }
 }
 
@@ -133,7 +128,7 @@ enum AppLocks {
               let file = record.options.denialLog else { return }
         let fd = open(file, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else {
-            FileHandleless.warn("\(file): cannot append the termination lines: \(String(cString: strerror(errno)))")
+            FileHandleless.warn("\(file): cannot append the termination lines: \(errorText(errno))")
             return
         }
         defer { close(fd) }

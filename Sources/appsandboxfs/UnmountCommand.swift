@@ -3,6 +3,7 @@ import CLinux
 import DriverRuntime
 import Foundation
 import MountInfo
+import POSIXHelpers
 import Spawning
 
 struct UnmountCommand: ParsableCommand {
@@ -73,7 +74,7 @@ extension UnmountCommand {
     static func detach(_ path: String, lazy: Bool) -> (status: Int32, errors: String) {
         if geteuid() == 0 {
             if umount2(path, Int32(UMOUNT_NOFOLLOW) | (lazy ? Int32(MNT_DETACH) : 0)) == 0 { return (0, "") }
-            return (1, String(cString: strerror(errno)))
+            return (1, errorText(errno))
         }
         return runTool("/usr/bin/fusermount3", lazy ? ["-u", "-z", path] : ["-u", path], capturingErrors: true)
     }

@@ -3,6 +3,7 @@
 
 import ContainerBackup
 import Glibc
+import POSIXHelpers
 import Spawning
 import SandboxPolicy
 import Testing
@@ -142,14 +143,7 @@ extension String {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw TestFailure("open \(path): \(errno)") }
         defer { close(fd) }
-        var data: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let count = read(fd, &buffer, buffer.count)
-            if count <= 0 { break }
-            data += buffer[0..<count]
-        }
-        self = String(decoding: data, as: UTF8.self)
+        self = String(decoding: readToEnd(fd).bytes, as: UTF8.self)
     }
 }
 

@@ -1,6 +1,7 @@
 // The operations: one case per system call, each printing one result.
 
 import Glibc
+import POSIXHelpers
 
 /// What one operation printed: `ok`, `ok VALUE` or `err ERRNONAME`.
 enum Outcome {

@@ -83,6 +83,7 @@
 //                                    -> ok N, or the first failure: err ENAME at I
 
 import Glibc
+import POSIXHelpers
 
 func fail(_ message: String) -> Never {
     let text = Array("fsprobe: \(message)\n".utf8)
@@ -99,15 +100,8 @@ guard arguments.count == 2 || arguments.count == 3 else {
 func readAll(_ path: String?) -> [UInt8] {
     let fd = path.map { Glibc.open($0, O_RDONLY) } ?? 0
     guard fd >= 0 else { fail("cannot open \(path ?? "stdin"): \(errnoName(errno))") }
-    var bytes: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 65536)
-    while true {
-        let n = Glibc.read(fd, &chunk, chunk.count)
-        if n < 0, errno == EINTR { continue }
-        guard n >= 0 else { fail("cannot read the script: \(errnoName(errno))") }
-        if n == 0 { break }
-        bytes += chunk[0..<n]
-    }
+    let (bytes, error) = readToEnd(fd)
+    guard error == 0 else { fail("cannot read the script: \(errnoName(error))") }
     return bytes
 }
 

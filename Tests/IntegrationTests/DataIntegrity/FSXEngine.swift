@@ -27,6 +27,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+import POSIXHelpers
 
 /// FSXRandom is SplitMix64: tiny, fast, and the same everywhere.
 struct FSXRandom {
@@ -177,7 +178,7 @@ enum FSXLinux {
 
     static var errnoText: String {
         let code = errno
-        return "\(errnoName(code)) (\(String(cString: strerror(code))))"
+        return "\(errnoName(code)) (\(errorText(code)))"
     }
 
     static func errnoName(_ code: Int32) -> String {

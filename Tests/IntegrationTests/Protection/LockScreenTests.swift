@@ -3,6 +3,7 @@
 
 import Foundation
 import Glibc
+import POSIXHelpers
 import Testing
 
 @Suite("Data protection: the lock screen (P5-P8)")
@@ -171,7 +172,7 @@ struct LockScreenTests {
             let fd = try Protect.open(path, O_RDWR | O_CREAT).get()
             #expect(ftruncate(fd, 4096) == 0)
             let map = mmap(nil, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
-            #expect(map != MAP_FAILED, "mmap MAP_SHARED of a class A file: \(String(cString: strerror(errno)))")
+            #expect(map != MAP_FAILED, "mmap MAP_SHARED of a class A file: \(errorText(errno))")
             if let map, map != MAP_FAILED {
                 _ = "mapped".withCString { memcpy(map, $0, 6) }
                 #expect(msync(map, 4096, MS_SYNC) == 0)
@@ -208,7 +209,7 @@ struct LockScreenTests {
             defer { close(fd) }
             #expect(ftruncate(fd, 4096) == 0)
             let map = mmap(nil, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
-            #expect(map != MAP_FAILED, "mmap MAP_SHARED of a class A file: \(String(cString: strerror(errno)))")
+            #expect(map != MAP_FAILED, "mmap MAP_SHARED of a class A file: \(errorText(errno))")
             if let map, map != MAP_FAILED { munmap(map, 4096) }
             let created = runProcess(["sqlite3", m.documents + "/vault/app.db",
                                       "PRAGMA journal_mode=WAL; CREATE TABLE t(v); INSERT INTO t VALUES ('one'); SELECT count(*) FROM t;"])

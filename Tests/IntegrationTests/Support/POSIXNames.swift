@@ -1,40 +1,10 @@
-// errno values by name, for messages and expectations ("ENOENT").
-// fsprobe has the same table (Tests/fsprobe/ErrnoNames.swift): the two
-// targets share no module, and the table is short.
+// errno values by name, for messages and expectations ("ENOENT"): the one
+// table, POSIXHelpers' `errnoName` (fsprobe prints the same names).
 
-import Glibc
+import POSIXHelpers
 
 /// The symbolic name of an errno value: `posixError(ENOENT) == "ENOENT"`;
-/// "E<number>" for one not in the table. Aliases print under one name:
-/// EAGAIN (not EWOULDBLOCK), EOPNOTSUPP (not ENOTSUP), EDEADLK.
+/// "E<number>" for one not in the table.
 func posixError(_ code: Int32) -> String {
-    errnoNames[code] ?? "E\(code)"
+    errnoName(code)
 }
-
-private let errnoNames: [Int32: String] = [
-    EPERM: "EPERM", ENOENT: "ENOENT", ESRCH: "ESRCH", EINTR: "EINTR", EIO: "EIO",
-    ENXIO: "ENXIO", E2BIG: "E2BIG", ENOEXEC: "ENOEXEC", EBADF: "EBADF",
-    ECHILD: "ECHILD", EAGAIN: "EAGAIN", ENOMEM: "ENOMEM", EACCES: "EACCES",
-    EFAULT: "EFAULT", ENOTBLK: "ENOTBLK", EBUSY: "EBUSY", EEXIST: "EEXIST",
-    EXDEV: "EXDEV", ENODEV: "ENODEV", ENOTDIR: "ENOTDIR", EISDIR: "EISDIR",
-    EINVAL: "EINVAL", ENFILE: "ENFILE", EMFILE: "EMFILE", ENOTTY: "ENOTTY",
-    ETXTBSY: "ETXTBSY", EFBIG: "EFBIG", ENOSPC: "ENOSPC", ESPIPE: "ESPIPE",
-    EROFS: "EROFS", EMLINK: "EMLINK", EPIPE: "EPIPE", EDOM: "EDOM",
-    ERANGE: "ERANGE", EDEADLK: "EDEADLK", ENAMETOOLONG: "ENAMETOOLONG",
-    ENOLCK: "ENOLCK", ENOSYS: "ENOSYS", ENOTEMPTY: "ENOTEMPTY", ELOOP: "ELOOP",
-    ENOMSG: "ENOMSG", EIDRM: "EIDRM", ENOSTR: "ENOSTR", ENODATA: "ENODATA",
-    ETIME: "ETIME", ENOLINK: "ENOLINK", EPROTO: "EPROTO", EBADMSG: "EBADMSG",
-    EOVERFLOW: "EOVERFLOW", EILSEQ: "EILSEQ", EUSERS: "EUSERS",
-    ENOTSOCK: "ENOTSOCK", EMSGSIZE: "EMSGSIZE", EPROTOTYPE: "EPROTOTYPE",
-    ENOPROTOOPT: "ENOPROTOOPT", EPROTONOSUPPORT: "EPROTONOSUPPORT",
-    EOPNOTSUPP: "EOPNOTSUPP", EAFNOSUPPORT: "EAFNOSUPPORT",
-    EADDRINUSE: "EADDRINUSE", ENETDOWN: "ENETDOWN", ECONNABORTED: "ECONNABORTED",
-    ECONNRESET: "ECONNRESET", ENOBUFS: "ENOBUFS", EISCONN: "EISCONN",
-    ENOTCONN: "ENOTCONN", ETIMEDOUT: "ETIMEDOUT", ECONNREFUSED: "ECONNREFUSED",
-    EALREADY: "EALREADY", EINPROGRESS: "EINPROGRESS", ESTALE: "ESTALE",
-    EDQUOT: "EDQUOT", ECANCELED: "ECANCELED", EOWNERDEAD: "EOWNERDEAD",
-    ENOTRECOVERABLE: "ENOTRECOVERABLE",
-    // Kernel-internal codes that must never reach a process; named so
-    // that a leak is obvious in an output.
-    512: "ERESTARTSYS", 524: "ENOTSUPP(kernel-internal)",
-]

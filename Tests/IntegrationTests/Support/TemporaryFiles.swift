@@ -2,6 +2,7 @@
 // (or outsideTemporaryFolders/asfs-tests-XXXXXX).
 
 import Glibc
+import POSIXHelpers
 
 /// Where tests put containers that `run --confine` must accept: a
 /// mountpoint in /tmp or /var/tmp is refused there (R1).
@@ -62,15 +63,12 @@ func readFileBytes(_ path: String) -> [UInt8]? {
     let fd = open(path, O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { return nil }
     defer { close(fd) }
-    var bytes: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 65536)
-    while true {
-        let n = read(fd, &chunk, chunk.count)
-        if n < 0, errno == EINTR { continue }
-        if n < 0 { return nil }
-        if n == 0 { return bytes }
-        bytes += chunk[0..<n]
+    let (bytes, error) = readToEnd(fd)
+    guard error == 0 else {
+        errno = error
+        return nil
     }
+    return bytes
 }
 
 /// A whole file as text ("" when it cannot be read).
