@@ -1,7 +1,7 @@
 // AppSandboxTesting builds on every platform an iOS team's tests build on
 // (macOS too), though it mounts on Linux only: its Linux-only dependencies
 // carry a platform condition, and every Linux-only import in its sources
-// (and in Locking's and SandboxPolicy's, which it uses) sits under an #if. We cannot build for
+// (and in Locking's, SandboxPolicy's and POSIXHelpers', which it uses) sits under an #if. We cannot build for
 // macOS here, so these are checked as text and as the loaded manifest.
 
 @testable import AppSandboxTesting
@@ -35,14 +35,16 @@ struct FixturePortabilityTests {
                 "AppSandboxTesting needs .when(platforms: [.linux]) on: \(unconditional)")
         // SandboxPolicy is pure Swift (its one C import is under
         // canImport, checked below): the one definition of the container's
-        // terms, which the fixture re-exports.
-        #expect(Set(unconditional).isSubset(of: ["ContainerFiles", "Locking", "SandboxPolicy"]), "\(unconditional)")
+        // terms, which the fixture re-exports. POSIXHelpers imports Glibc or
+        // Darwin, whichever there is (checked below).
+        #expect(Set(unconditional).isSubset(of: ["ContainerFiles", "Locking", "SandboxPolicy", "POSIXHelpers"]), "\(unconditional)")
     }
 
-    @Test("Every Linux-only import and C symbol looked up by Linux's signature in Sources/AppSandboxTesting, Sources/ContainerFiles, Sources/Locking and Sources/SandboxPolicy is under #if")
+    @Test("Every Linux-only import and C symbol looked up by Linux's signature in Sources/AppSandboxTesting, Sources/ContainerFiles, Sources/Locking, Sources/SandboxPolicy and Sources/POSIXHelpers is under #if")
     func guardedImports() throws {
         var unguarded: [String] = []
-        for folder in ["Sources/AppSandboxTesting", "Sources/ContainerFiles", "Sources/Locking", "Sources/SandboxPolicy"] {
+        for folder in ["Sources/AppSandboxTesting", "Sources/ContainerFiles", "Sources/Locking", "Sources/SandboxPolicy",
+                       "Sources/POSIXHelpers"] {
             let path = repositoryRoot() + "/" + folder
             for file in try FileManager.default.contentsOfDirectory(atPath: path).sorted() where file.hasSuffix(".swift") {
                 // The open #if blocks: whether each is a platform guard.
