@@ -112,6 +112,14 @@ for kind in "${kinds[@]}"; do
     fi
     step $start "building the $kind driver"
     driver="$(realpath "$(swift build --scratch-path "$build" --show-bin-path)")/appsandboxfs"
+    # The Foundation bridge that `run`, `env` and `launch` preload lies
+    # beside the driver (docs/foundation.md): the normal build's, not a
+    # sanitized one (every program run would need the sanitizer's runtime).
+    if [ "$kind" != inprocess ]; then
+        for library in libappsandboxfs-preload.so libAppSandboxFoundationBridge.so; do
+            cp "$(swift build --scratch-path "$scratch" --show-bin-path)/$library" "$(dirname "$driver")/"
+        done
+    fi
     drivers+=("$driver")
 
     logs=$(mktemp -d /tmp/asfs-sanitizer-XXXXXX)

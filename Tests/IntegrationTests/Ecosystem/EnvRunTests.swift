@@ -23,7 +23,7 @@ struct EcosystemEnvRunTests {
                 export XDG_DATA_HOME='\(m.root)/it'\\''s a mnt/Library/Application Support'
                 export XDG_CACHE_HOME='\(m.root)/it'\\''s a mnt/Library/Caches'
                 export XDG_CONFIG_HOME='\(m.root)/it'\\''s a mnt/Library/Preferences'
-                export LD_PRELOAD='\(Binaries.buildDirectory)/libappsandboxfs-preload.so'
+                export LD_PRELOAD='\(Binaries.foundationBridge)'
 
                 """)
             for shell in ["bash", "sh"] {
@@ -52,7 +52,7 @@ struct EcosystemEnvRunTests {
                 "HOME": m.mountpoint, "CFFIXED_USER_HOME": m.mountpoint, "TMPDIR": m.mountpoint + "/tmp/",
                 "XDG_DATA_HOME": m.mountpoint + "/Library/Application Support",
                 "XDG_CACHE_HOME": m.mountpoint + "/Library/Caches", "XDG_CONFIG_HOME": m.mountpoint + "/Library/Preferences",
-                "LD_PRELOAD": Binaries.buildDirectory + "/libappsandboxfs-preload.so",
+                "LD_PRELOAD": Binaries.foundationBridge,
             ])
 
             let byBacking = m.appsandboxfs(["env", m.backing])

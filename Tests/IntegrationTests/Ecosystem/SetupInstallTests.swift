@@ -58,9 +58,9 @@ struct SetupInstallTests {
             "usr/local/share/fish/vendor_completions.d/appsandboxfs.fish":
                 Array(runProcess([program, "--generate-completion-script", "fish"]).stdout.utf8),
             "usr/local/lib/appsandboxfs/libappsandboxfs-preload.so":
-                readFileBytes(Binaries.buildDirectory + "/libappsandboxfs-preload.so"),
+                readFileBytes(Binaries.foundationBridge),
             "usr/local/lib/appsandboxfs/libAppSandboxFoundationBridge.so":
-                readFileBytes(Binaries.buildDirectory + "/libAppSandboxFoundationBridge.so"),
+                readFileBytes(parentDirectory(Binaries.foundationBridge) + "/libAppSandboxFoundationBridge.so"),
         ]
         var programStat = stat()
         try #require(stat(program, &programStat) == 0)

@@ -162,7 +162,7 @@ struct FoundationCallsTests {
     func bridgeMissing() throws {
         try withMountedContainer { m in
             let env = runProcess([Binaries.appsandboxfs, "env", m.mountpoint])
-            #expect(env.stdout.contains("export LD_PRELOAD='\(Binaries.buildDirectory)/libappsandboxfs-preload.so"), "\(env.stdout)")
+            #expect(env.stdout.contains("export LD_PRELOAD='\(Binaries.foundationBridge)"), "\(env.stdout)")
             let alone = try makeTemporaryDirectory()
             defer { removeTree(alone) }
             let copy = alone + "/appsandboxfs"

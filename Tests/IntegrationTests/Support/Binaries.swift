@@ -24,6 +24,14 @@ enum Binaries {
         return buildDirectory + "/appsandboxfs"
     }
 
+    /// The Foundation bridge's preload library that the driver under test
+    /// uses: the one beside it (docs/foundation.md).
+    static var foundationBridge: String {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let program = realpath(appsandboxfs, &buffer).map { String(cString: $0) } ?? appsandboxfs
+        return parentDirectory(program) + "/libappsandboxfs-preload.so"
+    }
+
     /// The probe: $FSPROBE_BIN, else fsprobe beside the test binary, else
     /// beside $APPSANDBOXFS_BIN.
     static var fsprobe: String {
