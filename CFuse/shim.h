@@ -133,33 +133,36 @@ static inline uint64_t cfuse_reply_unique(const struct iovec *iov, int count) {
     return header.unique;
 }
 
-/// Sends libfuse's INIT reply, gathered from `iov`, also granting (with
-/// `passthrough`) passthrough (backing files one level deep) unless the
-/// reply is an error, too short, or asks for the writeback cache, which the
-/// kernel will not combine with passthrough. With `killPrivV2` it also takes
-/// over clearing set-ID bits and capabilities (FUSE_HANDLE_KILLPRIV_V2),
-/// which spares the check before every passthrough write. With `uring` it
-/// takes FUSE over io_uring. With `directMmap` a direct I/O handle may be
-/// mapped shared (FUSE_DIRECT_IO_ALLOW_MMAP; the kernel then keeps the
-/// mapped pages coherent with the direct reads and writes). `*granted`:
-/// bit 0 passthrough, bit 1 KILLPRIV_V2, bit 2 io_uring, bit 3 shared
-/// mappings of direct I/O handles.
-static inline ssize_t cfuse_send_init_reply(int fd, const struct iovec *iov, int count, int passthrough, int killPrivV2,
-                                            int uring, int directMmap, int *granted) {
-    *granted = 0;
-    char buffer[sizeof(struct cfuse_out_header) + sizeof(struct cfuse_init_out)];
+#define CFUSE_INIT_REPLY_SIZE 80
+_Static_assert(CFUSE_INIT_REPLY_SIZE == sizeof(struct cfuse_out_header) + sizeof(struct cfuse_init_out), "INIT reply");
+
+/// Rewrites libfuse's INIT reply (`iov`) into `buffer` (CFUSE_INIT_REPLY_SIZE
+/// bytes) to ask for what libfuse 3.14 cannot: with `passthrough`, backing
+/// files one level deep (not with the writeback cache, which the kernel will
+/// not combine with it), and with `killPrivV2` clearing set-ID bits and
+/// capabilities in the server (FUSE_HANDLE_KILLPRIV_V2, which spares the
+/// check before every passthrough write); with `uring`, FUSE over io_uring;
+/// with `directMmap`, shared mappings of direct I/O handles
+/// (FUSE_DIRECT_IO_ALLOW_MMAP: the kernel keeps mapped pages coherent). Returns what
+/// the rewritten reply asks for (bit 0 passthrough, 1 killpriv_v2, 2
+/// io_uring, 3 direct I/O mmap), or -1 when libfuse's reply is to go as it is
+/// (an error, an unexpected size, nothing to ask). Nothing is written: the
+/// caller publishes the grants before the kernel can see the reply, since the
+/// kernel sends the first opens the moment it has it.
+static inline int cfuse_amend_init_reply(const struct iovec *iov, int count, int passthrough, int killPrivV2,
+                                         int uring, int directMmap, void *buffer) {
     size_t total = 0;
     for (int i = 0; i < count; i++) total += iov[i].iov_len;
-    if (total != sizeof buffer) return writev(fd, iov, count);
+    if (total != CFUSE_INIT_REPLY_SIZE) return -1;
     size_t at = 0;
-    for (int i = 0; i < count; i++) { memcpy(buffer + at, iov[i].iov_base, iov[i].iov_len); at += iov[i].iov_len; }
+    for (int i = 0; i < count; i++) { memcpy((char *)buffer + at, iov[i].iov_base, iov[i].iov_len); at += iov[i].iov_len; }
     struct cfuse_out_header header;
     struct cfuse_init_out init;
     memcpy(&header, buffer, sizeof header);
-    memcpy(&init, buffer + sizeof header, sizeof init);
-    if (header.error != 0) return writev(fd, iov, count);
+    memcpy(&init, (char *)buffer + sizeof header, sizeof init);
+    if (header.error != 0) return -1;
     if (init.flags & CFUSE_WRITEBACK_CACHE) passthrough = 0;
-    if (!passthrough && !uring && !directMmap) return writev(fd, iov, count);
+    if (!passthrough && !uring && !directMmap) return -1;
     init.flags |= CFUSE_INIT_EXT;
     int grant = 0;
     if (passthrough) {
@@ -170,10 +173,8 @@ static inline ssize_t cfuse_send_init_reply(int fd, const struct iovec *iov, int
     }
     if (uring) { init.flags2 |= CFUSE_OVER_IO_URING_FLAGS2; grant |= 4; }
     if (directMmap) { init.flags2 |= CFUSE_DIRECT_IO_ALLOW_MMAP_FLAGS2; grant |= 8; }
-    memcpy(buffer + sizeof header, &init, sizeof init);
-    ssize_t written = write(fd, buffer, sizeof buffer);
-    if (written == (ssize_t)sizeof buffer) *granted = grant;
-    return written;
+    memcpy((char *)buffer + sizeof header, &init, sizeof init);
+    return grant;
 }
 
 // FUSE over io_uring (kernel 6.14+), as include/uapi/linux/fuse.h has it:

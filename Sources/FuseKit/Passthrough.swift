@@ -161,7 +161,7 @@ final class PassthroughChannel: Sendable {
         if let closing { _ = cfuse_backing_close(device, closing) }
     }
 
-    fileprivate func received(_ buffer: UnsafeMutableRawPointer, length: Int) {
+    func received(_ buffer: UnsafeMutableRawPointer, length: Int) {
         guard awaitingInit.load(ordering: .acquiring) else { return }
         var unique: UInt64 = 0
         var offers: Int32 = 0
@@ -174,7 +174,7 @@ final class PassthroughChannel: Sendable {
 
     /// `ring`: the session's FUSE over io_uring transport, if it has one,
     /// which INIT's reply asks for when the kernel offers it.
-    fileprivate func send(_ fd: Int32, _ iov: UnsafeMutablePointer<iovec>, _ count: Int32, ring: UringTransport?) -> Int {
+    func send(_ fd: Int32, _ iov: UnsafeMutablePointer<iovec>, _ count: Int32, ring: UringTransport?) -> Int {
         guard awaitingInit.load(ordering: .acquiring) else { return writev(fd, iov, count) }
         let unique = cfuse_reply_unique(iov, count)
         let (isInitReply, offers) = state.withLock { ($0.initUnique != 0 && $0.initUnique == unique, $0.offers) }
@@ -186,15 +186,27 @@ final class PassthroughChannel: Sendable {
         // the driver) can then be mapped shared, as SQLite's WAL index is:
         // without it the kernel refuses such a mapping with ENODEV.
         let askDirectMmap = offers & 4 != 0
-        var granted: Int32 = 0
-        let written = askPassthrough || askRing || askDirectMmap
-            ? cfuse_send_init_reply(fd, iov, count, askPassthrough ? 1 : 0, wantsKillPrivV2 ? 1 : 0, askRing ? 1 : 0,
-                                    askDirectMmap ? 1 : 0, &granted)
-            : writev(fd, iov, count)
-        let saved = errno
-        ring?.initAnswered(offered: offers & 2 != 0, granted: granted & 4 != 0)
+        // The grants are published before the reply reaches the kernel: it
+        // sends the first opens the moment it has the reply, and an open
+        // answered without passthrough while another is answered with it
+        // fails in the kernel's io-mode check (EIO).
+        var amended = [UInt8](repeating: 0, count: Int(CFUSE_INIT_REPLY_SIZE))
+        let asked = askPassthrough || askRing || askDirectMmap
+            ? cfuse_amend_init_reply(iov, count, askPassthrough ? 1 : 0, wantsKillPrivV2 ? 1 : 0, askRing ? 1 : 0,
+                                     askDirectMmap ? 1 : 0, &amended)
+            : -1
+        var granted = max(asked, 0)
         grantedFlag.store(granted & 1 != 0, ordering: .releasing)
         killPrivV2Flag.store(granted & 2 != 0, ordering: .releasing)
+        let written = asked >= 0 ? Glibc.write(fd, amended, amended.count) : writev(fd, iov, count)
+        let saved = errno
+        if asked >= 0 && written != amended.count {
+            // Not delivered: the connection is gone, nothing was granted.
+            granted = 0
+            grantedFlag.store(false, ordering: .releasing)
+            killPrivV2Flag.store(false, ordering: .releasing)
+        }
+        ring?.initAnswered(offered: offers & 2 != 0, granted: granted & 4 != 0)
         if wanted {
             let outcome = !askPassthrough ? "the kernel did not offer it"
                 : granted & 1 != 0 ? "on" + (wantsKillPrivV2 ? (granted & 2 != 0 ? ", killpriv_v2 on" : ", killpriv_v2 off") : "")
