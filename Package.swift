@@ -35,8 +35,9 @@ let package = Package(
         // everywhere (the fixture uses it on macOS too).
         .target(name: "Locking"),
         // Small POSIX helpers with one copy each: error text (strerror),
-        // folder checks, reading a file to its end, errno names. Glibc or
-        // Darwin only: every target can use it, on every platform.
+        // folder checks, reading a file to its end, errno names, starting a
+        // thread (Linux). Glibc or Darwin only: every target can use it, on
+        // every platform.
         .target(name: "POSIXHelpers"),
         // The Swift face of libfuse: knows nothing of iOS.
         .target(name: "FuseKit", dependencies: [
@@ -50,7 +51,7 @@ let package = Package(
         // The one process spawner (posix_spawn, waitpid on one pid).
         .target(name: "Spawning", dependencies: ["CLinux", "POSIXHelpers"]),
         // The one /proc/self/mountinfo reader and stale-mount check.
-        .target(name: "MountInfo"),
+        .target(name: "MountInfo", dependencies: ["POSIXHelpers"]),
         // Descriptor-relative I/O under the backing root.
         .target(name: "BackingStore", dependencies: [
             "CLinux",

@@ -1,9 +1,9 @@
 // Running the tools the fixture needs (appsandboxfs init, cp, fusermount3,
 // rm) through the project's one spawner, and small file helpers.
 
+import POSIXHelpers
 #if os(Linux)
 import Glibc
-import POSIXHelpers
 import Spawning
 
 /// How a program ended, and what it printed.
@@ -56,15 +56,6 @@ func environmentValue(_ name: String) -> String? {
 func isExecutableFile(_ path: String) -> Bool {
     var status = stat()
     return stat(path, &status) == 0 && status.st_mode & S_IFMT == S_IFREG && access(path, X_OK) == 0
-}
-
-/// A whole file as text, nil when it cannot be read.
-func readText(_ path: String) -> String? {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    let (bytes, error) = readToEnd(fd)
-    return error == 0 ? String(decoding: bytes, as: UTF8.self) : nil
 }
 
 /// The last lines of a log, for an error message.

@@ -1,4 +1,5 @@
 import Glibc
+import POSIXHelpers
 
 /// How a program run to its end ended, and what it printed.
 public struct ProcessOutput: Sendable, Equatable {
@@ -80,20 +81,10 @@ private final class CaptureFile {
         }
     }
 
+    /// What the child wrote (up to a read error, as at the end).
     func text() -> String {
         guard let path else { return "" }
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return "" }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let count = read(fd, &buffer, buffer.count)
-            if count < 0 && errno == EINTR { continue }
-            if count <= 0 { break }
-            bytes += buffer[0..<count]
-        }
-        return String(decoding: bytes, as: UTF8.self)
+        return String(decoding: readFile(path).bytes, as: UTF8.self)
     }
 
     deinit { if let path { unlink(path) } }
