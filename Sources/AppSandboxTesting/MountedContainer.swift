@@ -2,10 +2,10 @@ import ContainerFiles
 import Foundation
 import Locking
 import POSIXHelpers
+import Spawning
 #if os(Linux)
 internal import FoundationBridge
 import MountInfo
-import Spawning
 #endif
 
 /// An iOS app container mounted by the real appsandboxfs driver, for a test.

@@ -2,13 +2,20 @@
 // rm) through the project's one spawner, and small file helpers.
 
 import POSIXHelpers
+// The values of the project's one spawner, on every platform: how a program
+// ended (ExitStatus, re-exported for `waitForDriverExit`), and what it printed.
+@_exported import enum Spawning.ExitStatus
+import Spawning
 #if os(Linux)
 import Glibc
-import Spawning
+#else
+import Foundation
+#endif
 
 /// How a program ended, and what it printed.
 public typealias ProcessResult = ProcessOutput
 
+#if os(Linux)
 /// The fixture's use of the project's one spawner (Spawning).
 enum Subprocess {
     /// Runs `arguments` (the program is looked up on PATH) to its end.
@@ -20,8 +27,6 @@ enum Subprocess {
     /// The first executable `name` on PATH.
     static func onPath(_ name: String) -> String? { ChildProcess.onPath(name) }
 }
-#else
-import Foundation
 #endif
 
 /// An empty file in /tmp, removed when this value goes away.

@@ -1,22 +1,6 @@
+#if os(Linux)
 import Glibc
 import POSIXHelpers
-
-/// How a program run to its end ended, and what it printed.
-public struct ProcessOutput: Sendable, Equatable {
-    /// The exit code, or 128 + the signal that killed it (as a shell says);
-    /// 127 when it could not start.
-    public var status: Int32
-    public var standardOutput: String
-    public var standardError: String
-
-    public var succeeded: Bool { status == 0 }
-
-    public init(status: Int32, standardOutput: String, standardError: String) {
-        self.status = status
-        self.standardOutput = standardOutput
-        self.standardError = standardError
-    }
-}
 
 extension ChildProcess {
     /// Runs `arguments` to its end, its output caught in temporary files (a
@@ -89,3 +73,4 @@ private final class CaptureFile {
 
     deinit { if let path { unlink(path) } }
 }
+#endif
