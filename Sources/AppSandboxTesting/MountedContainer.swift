@@ -654,16 +654,7 @@ public func withMountedContainer<T>(
     _ options: MountedContainer.Options = MountedContainer.Options(),
     _ body: (MountedContainer) throws -> T
 ) throws -> T {
-    let container = try MountedContainer.mount(options)
-    let value: T
-    do {
-        value = try body(container)
-    } catch {
-        container.unmountAfterFailure()
-        throw error
-    }
-    try container.unmount()
-    return value
+    try runThenUnmount(try MountedContainer.mount(options), body)
 }
 
 /// The same for an async body; also unmounts when the task is cancelled.
@@ -673,14 +664,5 @@ public func withMountedContainer<T>(
     isolation: isolated (any Actor)? = #isolation,
     _ body: (MountedContainer) async throws -> T
 ) async throws -> T {
-    let container = try MountedContainer.mount(options)
-    let value: T
-    do {
-        value = try await body(container)
-    } catch {
-        container.unmountAfterFailure()
-        throw error
-    }
-    try container.unmount()
-    return value
+    try await runThenUnmount(try MountedContainer.mount(options), isolation: isolation, body)
 }

@@ -503,30 +503,13 @@ public final class LaunchedApp: Sendable {
 ///     }
 public func withMountedDevice<T>(_ options: MountedDevice.Options = MountedDevice.Options(),
                                  _ body: (MountedDevice) throws -> T) throws -> T {
-    let device = try MountedDevice.mount(options)
-    let value: T
-    do {
-        value = try body(device)
-    } catch {
-        device.unmountAfterFailure()
-        throw error
-    }
-    try device.unmount()
-    return value
+    try runThenUnmount(try MountedDevice.mount(options), body)
 }
 
 /// The same for an async body.
+@available(macOS 10.15, iOS 13, tvOS 13, watchOS 6, *)
 public func withMountedDevice<T>(_ options: MountedDevice.Options = MountedDevice.Options(),
                                  isolation: isolated (any Actor)? = #isolation,
                                  _ body: (MountedDevice) async throws -> T) async throws -> T {
-    let device = try MountedDevice.mount(options)
-    let value: T
-    do {
-        value = try await body(device)
-    } catch {
-        device.unmountAfterFailure()
-        throw error
-    }
-    try device.unmount()
-    return value
+    try await runThenUnmount(try MountedDevice.mount(options), isolation: isolation, body)
 }
