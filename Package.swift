@@ -35,8 +35,9 @@ let package = Package(
         // everywhere (the fixture uses it on macOS too).
         .target(name: "Locking"),
         // Small POSIX helpers with one copy each: error text (strerror),
-        // folder checks, reading a file to its end, errno names. Glibc or
-        // Darwin only: every target can use it, on every platform.
+        // folder checks, reading a file to its end, errno names, starting a
+        // thread (Linux). Glibc or Darwin only: every target can use it, on
+        // every platform.
         .target(name: "POSIXHelpers"),
         // The Swift face of libfuse: knows nothing of iOS.
         .target(name: "FuseKit", dependencies: [
@@ -47,10 +48,14 @@ let package = Package(
         .target(name: "SandboxPolicy"),
         // Linux calls that Swift's Glibc module hides (_GNU_SOURCE ones).
         .target(name: "CLinux"),
-        // The one process spawner (posix_spawn, waitpid on one pid).
-        .target(name: "Spawning", dependencies: ["CLinux", "POSIXHelpers"]),
+        // The one process spawner (posix_spawn, waitpid on one pid). Its
+        // values (ExitStatus, ProcessOutput) build everywhere, for the
+        // fixture; the spawner itself is Linux code, under #if os(Linux).
+        .target(name: "Spawning", dependencies: [
+            "POSIXHelpers", .target(name: "CLinux", condition: .when(platforms: [.linux])),
+        ]),
         // The one /proc/self/mountinfo reader and stale-mount check.
-        .target(name: "MountInfo"),
+        .target(name: "MountInfo", dependencies: ["POSIXHelpers"]),
         // Descriptor-relative I/O under the backing root.
         .target(name: "BackingStore", dependencies: [
             "CLinux",
@@ -101,14 +106,14 @@ let package = Package(
         // The test fixture: a container mounted by the real driver (which
         // it runs as a program, so it needs no FUSE target; it mounts on
         // Linux only, and builds everywhere).
-        // Spawning and MountInfo are Linux code (Glibc, CLinux): on other
-        // platforms the fixture builds without them and `mount` says so.
+        // MountInfo is Linux code (Glibc), and so is Spawning's spawner:
+        // on other platforms the fixture builds without them (with
+        // Spawning's values only) and `mount` says so.
         .target(name: "AppSandboxTesting", dependencies: [
             // SandboxPolicy (pure Swift, builds everywhere): the one
             // definition of protection classes and device states.
-            "ContainerFiles", "Locking", "SandboxPolicy", "POSIXHelpers",
+            "ContainerFiles", "Locking", "SandboxPolicy", "POSIXHelpers", "Spawning",
             .target(name: "FoundationBridge", condition: .when(platforms: [.linux])),
-            .target(name: "Spawning", condition: .when(platforms: [.linux])),
             .target(name: "MountInfo", condition: .when(platforms: [.linux])),
             // `Options.inProcess`: the driver's own file system, served by
             // threads of the test process (needs libfuse3, as the driver).

@@ -70,20 +70,7 @@ public struct Container: Sendable {
                               withBundle: Bool = true) throws -> DroppedPrivileges {
         let root = root.rawValue
         for folder in ContainerLayout.requiredFolders {
-            var current = dup(root)
-            guard current >= 0 else { throw ContainerError("\(path): \(errorText(errno))") }
-            var built = path
-            for part in folder.split(separator: "/") {
-                built += "/" + part
-                let next: Int32
-                do { next = try makeFolder(String(part), in: current, path: built) } catch {
-                    close(current)
-                    throw error
-                }
-                close(current)
-                current = next
-            }
-            close(current)
+            close(try openFolder(folder, in: root, path: path, create: true))
         }
         guard withBundle else { return DroppedPrivileges() }
         let bundlePath = path + "/" + layout.bundleName
@@ -130,6 +117,34 @@ public struct Container: Sendable {
             throw ContainerError("\(path): \(errorText(code))")
         }
         return fd
+    }
+
+    /// Opens the folder at a relative path below `folder`, one name at a
+    /// time without following a link, making the missing ones with `create`.
+    static func openFolder(_ path: String, in folder: Int32, path shown: String, create: Bool = false) throws -> Int32 {
+        var current = dup(folder)
+        guard current >= 0 else { throw ContainerError("\(shown): \(errorText(errno))") }
+        var built = shown
+        for part in path.split(separator: "/") {
+            built += "/" + part
+            let next: Int32
+            if create {
+                do { next = try makeFolder(String(part), in: current, path: built) } catch {
+                    close(current)
+                    throw error
+                }
+            } else {
+                next = openat(current, String(part), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                if next < 0 {
+                    let code = errno == ELOOP ? ENOTDIR : errno
+                    close(current)
+                    throw ContainerError("\(built): \(errorText(code))")
+                }
+            }
+            close(current)
+            current = next
+        }
+        return current
     }
 
     static func exists(_ path: String) -> Bool {

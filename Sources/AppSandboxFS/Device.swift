@@ -46,7 +46,7 @@ public struct Device: Sendable {
             throw ContainerError("\(backing): not empty (\(stranger)): a device is made in an empty folder")
         }
         for folder in ContainerLayout.deviceFolders {
-            let fd = try Self.openFolder(folder, in: root, path: backing, create: true)
+            let fd = try Container.openFolder(folder, in: root, path: backing, create: true)
             close(fd)
         }
         try Self.writePlist(["AppSandboxFSDevice": 1], named: Self.recordName, in: root, path: backing, owner: nil)
@@ -59,40 +59,12 @@ public struct Device: Sendable {
     /// by `owner` (`install`, and a device restore of its domain, M2).
     public static func layOutGroup(in folder: Int32, path: String, owner: (uid: uid_t, gid: gid_t)) throws {
         for relative in ContainerLayout.groupFolders {
-            let fd = try openFolder(relative, in: folder, path: path, create: true)
+            let fd = try Container.openFolder(relative, in: folder, path: path, create: true)
             defer { close(fd) }
             guard fchown(fd, owner.uid, owner.gid) == 0 else {
                 throw ContainerError("\(path)/\(relative): cannot give it to \(owner.uid): \(errorText(errno))")
             }
         }
-    }
-
-    /// Opens the folder at a relative path below `folder`, one name at a
-    /// time without following a link, making the missing ones with `create`.
-    static func openFolder(_ path: String, in folder: Int32, path shown: String, create: Bool = false) throws -> Int32 {
-        var current = dup(folder)
-        guard current >= 0 else { throw ContainerError("\(shown): \(errorText(errno))") }
-        var built = shown
-        for part in path.split(separator: "/") {
-            built += "/" + part
-            let next: Int32
-            if create {
-                do { next = try Container.makeFolder(String(part), in: current, path: built) } catch {
-                    close(current)
-                    throw error
-                }
-            } else {
-                next = openat(current, String(part), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                if next < 0 {
-                    let code = errno == ELOOP ? ENOTDIR : errno
-                    close(current)
-                    throw ContainerError("\(built): \(errorText(code))")
-                }
-            }
-            close(current)
-            current = next
-        }
-        return current
     }
 
     /// Writes a new XML property list `name` in `folder`, owned by `owner`

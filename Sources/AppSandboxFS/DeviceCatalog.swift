@@ -87,7 +87,7 @@ public struct DeviceCatalog: Sendable {
     /// descriptor (the caller closes it) and its metadata plist.
     private static func containers(_ relative: String, in root: Int32,
                                    path: String) throws -> [(String, Int32, [String: Any])] {
-        let folder = try Device.openFolder(relative, in: root, path: path)
+        let folder = try Container.openFolder(relative, in: root, path: path)
         defer { close(folder) }
         let names = (try? BundleCopier.names(in: folder, path: path + "/" + relative)) ?? []
         var found: [(String, Int32, [String: Any])] = []

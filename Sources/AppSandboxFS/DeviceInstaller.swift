@@ -176,7 +176,7 @@ public struct DeviceInstaller {
             plist[DeviceCatalog.uuidKey] = uuid
             try Device.writePlist(plist, named: ContainerLayout.metadataName, in: folder, path: path, owner: owner)
             guard fchown(folder, owner.uid, owner.gid) == 0 else { throw ContainerError("\(path): \(errorText(errno))") }
-            let destination = try Device.openFolder(relative, in: root, path: backing)
+            let destination = try Container.openFolder(relative, in: root, path: backing)
             defer { close(destination) }
             guard renameat(staging, uuid, destination, uuid) == 0 else {
                 throw ContainerError("\(backing)/\(relative)/\(uuid): \(errorText(errno))")
@@ -193,7 +193,7 @@ public struct DeviceInstaller {
     private func remove(_ relative: String, root: Int32, staging: Int32) throws {
         let parentPath = (relative as NSString).deletingLastPathComponent
         let name = (relative as NSString).lastPathComponent
-        let parent = try Device.openFolder(parentPath, in: root, path: backing)
+        let parent = try Container.openFolder(parentPath, in: root, path: backing)
         defer { close(parent) }
         let parked = "removed-" + UUID().uuidString
         guard renameat(parent, name, staging, parked) == 0 else {

@@ -34,20 +34,16 @@ public struct ProtectionDenial: Sendable, Hashable, CustomStringConvertible {
     public var description: String { line }
 
     public init?(line: String) {
-        let prefix = "DataProtection: ", marker = " deny(1) "
-        guard line.hasPrefix(prefix), let deny = line.range(of: marker) else { return nil }
-        let who = line[line.index(line.startIndex, offsetBy: prefix.count)..<deny.lowerBound]
-        guard who.hasSuffix(")"), let open = who.lastIndex(of: "("),
-              let pid = Int32(who[who.index(after: open)..<who.index(before: who.endIndex)]) else { return nil }
+        guard let header = Denial.header(of: line, prefix: "DataProtection: ") else { return nil }
         // "<operation> <path> <class> <state>": the path may hold spaces, the rest not.
-        let rest = line[deny.upperBound...]
+        let rest = header.rest
         guard let first = rest.firstIndex(of: " "), let last = rest.lastIndex(of: " ") else { return nil }
         let beforeState = rest[..<last]
         guard let classSpace = beforeState.lastIndex(of: " "), classSpace > first,
               let protection = ProtectionClass(rawValue: String(beforeState[beforeState.index(after: classSpace)...])),
               let state = DeviceState(rawValue: String(rest[rest.index(after: last)...])) else { return nil }
-        self.process = Denial.unescape(String(who[..<open]))
-        self.pid = pid
+        self.process = header.process
+        self.pid = header.pid
         self.operation = String(rest[..<first])
         self.path = Denial.unescape(String(rest[rest.index(after: first)..<classSpace]))
         self.protection = protection

@@ -23,19 +23,26 @@ public struct Denial: Sendable, Hashable, CustomStringConvertible {
 
     /// Parses one log line; nil for a line that is not a denial.
     public init?(line: String) {
-        let prefix = "Sandbox: ", marker = " deny(1) "
-        guard line.hasPrefix(prefix), let deny = line.range(of: marker) else { return nil }
+        guard let header = Denial.header(of: line, prefix: "Sandbox: ") else { return nil }
+        let rest = header.rest
+        guard let space = rest.firstIndex(of: " ") else { return nil }
+        self.process = header.process
+        self.pid = header.pid
+        self.operation = String(rest[..<space])
+        self.path = Denial.unescape(String(rest[rest.index(after: space)...]))
+        self.line = line
+    }
+
+    /// What every kind of denial line starts with,
+    /// `<prefix><process>(<pid>) deny(1) `: the process (unescaped), its
+    /// pid, and the rest of the line; nil for another line.
+    static func header(of line: String, prefix: String) -> (process: String, pid: Int32, rest: Substring)? {
+        guard line.hasPrefix(prefix), let deny = line.range(of: " deny(1) ") else { return nil }
         // "<process>(<pid>)": the process name may itself hold parentheses.
         let who = line[line.index(line.startIndex, offsetBy: prefix.count)..<deny.lowerBound]
         guard who.hasSuffix(")"), let open = who.lastIndex(of: "("),
               let pid = Int32(who[who.index(after: open)..<who.index(before: who.endIndex)]) else { return nil }
-        let rest = line[deny.upperBound...]
-        guard let space = rest.firstIndex(of: " ") else { return nil }
-        self.process = Denial.unescape(String(who[..<open]))
-        self.pid = pid
-        self.operation = String(rest[..<space])
-        self.path = Denial.unescape(String(rest[rest.index(after: space)...]))
-        self.line = line
+        return (unescape(String(who[..<open])), pid, line[deny.upperBound...])
     }
 
     /// The log writes a newline, a tab, a backslash, other control

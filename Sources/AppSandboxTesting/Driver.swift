@@ -5,6 +5,7 @@
 #if os(Linux)
 import Glibc
 import Locking
+import POSIXHelpers
 import Spawning
 
 /// A `sh` reading a pipe whose only writer is the test process: at a normal

@@ -100,19 +100,15 @@ final class InProcessDriver: ContainerServer {
         logger.info("serving \(backing) at \(mountpoint) as \(layout.appName) in the test process (pid \(getpid()))")
         // A thread of its own, not a task: serving blocks, and the task
         // pool's few threads must never wait on file I/O.
-        let context = Unmanaged.passRetained(ServingContext(driver: driver, logger: logger))
-        var thread = pthread_t()
-        guard pthread_create(&thread, nil, servingMain, context.toOpaque()) == 0 else {
-            context.release()
+        guard startThread(detached: true, { driver.serveUntilUnmounted(logger: logger) }) != nil else {
             mount.session.unmount()
             driver.watcher?.release()
             throw FixtureError("pthread_create: \(errorText(errno))")
         }
-        pthread_detach(thread)
         return driver
     }
 
-    fileprivate func serveUntilUnmounted(logger: Logger) {
+    private func serveUntilUnmounted(logger: Logger) {
         let loop: Int32
         do {
             guard let serving = mount.withLock({ $0 }) else { return }
@@ -167,21 +163,5 @@ final class InProcessDriver: ContainerServer {
         settings.foreground = true
         return settings
     }
-}
-
-private final class ServingContext {
-    let driver: InProcessDriver
-    let logger: Logger
-
-    init(driver: InProcessDriver, logger: Logger) {
-        self.driver = driver
-        self.logger = logger
-    }
-}
-
-private func servingMain(_ argument: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
-    let context = Unmanaged<ServingContext>.fromOpaque(argument!).takeRetainedValue()
-    context.driver.serveUntilUnmounted(logger: context.logger)
-    return nil
 }
 #endif

@@ -1,11 +1,13 @@
 import ContainerFiles
 import Foundation
+// The standard folders' one definition: `path(.documents)`, `Zone.folder`.
+@_exported import enum SandboxPolicy.ContainerFolder
 import Locking
 import POSIXHelpers
+import Spawning
 #if os(Linux)
 internal import FoundationBridge
 import MountInfo
-import Spawning
 #endif
 
 /// An iOS app container mounted by the real appsandboxfs driver, for a test.
@@ -118,29 +120,26 @@ public final class MountedContainer: Sendable {
         }
     }
 
-    /// The folders of a container, each with its own rules.
-    public enum Zone: String, Sendable, CaseIterable {
+    /// The folders of a container, each with its own rules: the bundle, and
+    /// each standard folder of the one list (`ContainerFolder`).
+    public enum Zone: Hashable, Sendable, CaseIterable {
         /// `<App>.app`: read-only (EROFS).
         case bundle
-        /// `Documents`: read-write, backed up.
-        case documents
-        /// `Documents/Inbox`: read and delete only (EPERM).
-        case inbox
-        /// `Library`: read-write, backed up.
-        case library
-        /// `Library/Application Support`.
-        case applicationSupport
-        /// `Library/Caches`: read-write, not backed up.
-        case caches
-        /// `Library/Preferences`.
-        case preferences
-        /// `tmp`: read-write, emptied at every mount and unmount.
-        case tmp
+        /// A standard folder: `Documents` and `Library` read-write and
+        /// backed up; `Documents/Inbox` read and delete only (EPERM);
+        /// `Library/Caches` not backed up; `tmp` emptied at every mount and
+        /// unmount.
+        case folder(ContainerFolder)
+
+        /// The bundle, then every standard folder, each after its parent.
+        public static var allCases: [Zone] { [.bundle] + ContainerFolder.allCases.map(Zone.folder) }
 
         /// The zone's path below the container root.
         public func relativePath(appName: String) -> String {
-            // Every zone but the bundle is a folder of the one list.
-            ContainerFolder(rawValue: rawValue)?.relativePath ?? appName + ".app"
+            switch self {
+            case .bundle: appName + ".app"
+            case .folder(let folder): folder.relativePath
+            }
         }
     }
 
@@ -213,6 +212,9 @@ public final class MountedContainer: Sendable {
 
     /// A zone's folder through the mount.
     public func path(_ zone: Zone) -> String { path(zone.relativePath(appName: appName)) }
+
+    /// A standard folder through the mount: `path(.documents)`.
+    public func path(_ folder: ContainerFolder) -> String { path(.folder(folder)) }
 
     /// A path through the mount, relative to the container root
     /// ("Documents/notes.txt"); "" is the mountpoint.
@@ -453,13 +455,7 @@ public final class MountedContainer: Sendable {
     /// is mounted again then) or the new mount did not come up.
     public func updateApp(bundle: String) throws {
         let old = driver
-        var result = Self.unmountCommand(mountpoint)
-        var tries = 0
-        while !result.succeeded && isMounted && tries < 20 {
-            usleep(100_000)
-            tries += 1
-            result = Self.unmountCommand(mountpoint)
-        }
+        let result = Self.unmountRetrying(mountpoint)
         guard !isMounted else {
             throw FixtureError("updateApp: unmounting \(mountpoint) failed: \(result.standardError) (a file or working folder still open in it?)")
         }
@@ -511,38 +507,48 @@ public final class MountedContainer: Sendable {
         if let earlyExit, !expected {
             problems.append("appsandboxfs ended during the test (status \(earlyExit))")
         }
-        var clean = earlyExit == nil
-        if isMounted && (earlyExit == nil || expected) && !MountTable.isStale(mountpoint) {
-            var result = Self.unmountCommand(mountpoint)
-            // A descriptor closed a moment ago may still hold the mount.
-            var tries = 0
-            while !result.succeeded && isMounted && tries < 20 {
-                usleep(100_000)
-                tries += 1
-                result = Self.unmountCommand(mountpoint)
-            }
-            if isMounted {
+        problems += Self.unmountAndEnd(driver, mountpoint: mountpoint, root: root, unmountTimeout: options.unmountTimeout,
+                                       keepFiles: options.keepFiles, unmount: earlyExit == nil || expected,
+                                       endedEarly: earlyExit != nil)
+        guard !problems.isEmpty else { return nil }
+        return problems.joined(separator: "; ") + "\nThe driver's last lines:\n" + lastLines(driverLog)
+    }
+
+    /// The end of a teardown (a container's or a device's): unmounts
+    /// unless `unmount` is false or the mount is stale, stopping the driver
+    /// (SIGTERM) when the unmount fails; waits for the driver to end
+    /// (killed after `unmountTimeout` seconds); detaches what is still
+    /// mounted, releases the watcher, and removes `root` (kept with
+    /// `keepFiles`, or when still mounted). What went wrong; a
+    /// non-zero exit status counts unless the driver `endedEarly` or the
+    /// unmount failed.
+    static func unmountAndEnd(_ driver: any ContainerServer, mountpoint: String, root: String, unmountTimeout: Double,
+                              keepFiles: Bool, unmount: Bool, endedEarly: Bool) -> [String] {
+        var problems: [String] = []
+        var clean = !endedEarly
+        if unmount && MountTable.isContainerMount(mountpoint) && !MountTable.isStale(mountpoint) {
+            let result = unmountRetrying(mountpoint)
+            if MountTable.isContainerMount(mountpoint) {
                 clean = false
                 problems.append("unmounting \(mountpoint) failed: \(result.standardError.trimmingCharacters(in: .whitespacesAndNewlines)) (a file or working folder still open in it?); stopped the driver instead")
                 driver.signal(SIGTERM)
             }
         }
-        if driver.waitForExit(timeout: options.unmountTimeout) == nil {
-            problems.append("appsandboxfs did not end within \(options.unmountTimeout) s of the unmount; killed it")
+        if driver.waitForExit(timeout: unmountTimeout) == nil {
+            problems.append("appsandboxfs did not end within \(unmountTimeout) s of the unmount; killed it")
             driver.signal(SIGKILL)
             _ = driver.waitForExit(timeout: 15)
         } else if clean, let status = driver.exitStatus, status != 0 {
             problems.append("appsandboxfs ended with status \(status) at the unmount")
         }
-        if isMounted { Self.lazyUnmount(mountpoint) }
+        if MountTable.isContainerMount(mountpoint) { lazyUnmount(mountpoint) }
         driver.releaseWatcher()
-        if isMounted {
+        if MountTable.isContainerMount(mountpoint) {
             problems.append("\(mountpoint) is still mounted; left \(root) in place")
-        } else if !options.keepFiles {
-            Self.removeTree(root)
+        } else if !keepFiles {
+            removeTree(root)
         }
-        guard !problems.isEmpty else { return nil }
-        return problems.joined(separator: "; ") + "\nThe driver's last lines:\n" + lastLines(driverLog)
+        return problems
     }
 
     // MARK: Helpers
@@ -605,6 +611,20 @@ public final class MountedContainer: Sendable {
         return (try? Subprocess.run(arguments, timeout: 30)) ?? ProcessResult(status: 127, standardOutput: "", standardError: "cannot run \(arguments[0])")
     }
 
+    /// `unmountCommand`, again every 0.1 s (20 times at most) while it
+    /// fails and the container is still mounted: a descriptor closed a
+    /// moment ago may still hold the mount. The last attempt's result.
+    static func unmountRetrying(_ mountpoint: String) -> ProcessResult {
+        var result = unmountCommand(mountpoint)
+        var tries = 0
+        while !result.succeeded && MountTable.isContainerMount(mountpoint) && tries < 20 {
+            usleep(100_000)
+            tries += 1
+            result = unmountCommand(mountpoint)
+        }
+        return result
+    }
+
     static func lazyUnmount(_ mountpoint: String) {
         if let fusermount = Subprocess.onPath("fusermount3") {
             _ = try? Subprocess.run([fusermount, "-u", "-z", mountpoint], timeout: 30)
@@ -634,16 +654,7 @@ public func withMountedContainer<T>(
     _ options: MountedContainer.Options = MountedContainer.Options(),
     _ body: (MountedContainer) throws -> T
 ) throws -> T {
-    let container = try MountedContainer.mount(options)
-    let value: T
-    do {
-        value = try body(container)
-    } catch {
-        container.unmountAfterFailure()
-        throw error
-    }
-    try container.unmount()
-    return value
+    try runThenUnmount(try MountedContainer.mount(options), body)
 }
 
 /// The same for an async body; also unmounts when the task is cancelled.
@@ -653,14 +664,5 @@ public func withMountedContainer<T>(
     isolation: isolated (any Actor)? = #isolation,
     _ body: (MountedContainer) async throws -> T
 ) async throws -> T {
-    let container = try MountedContainer.mount(options)
-    let value: T
-    do {
-        value = try await body(container)
-    } catch {
-        container.unmountAfterFailure()
-        throw error
-    }
-    try container.unmount()
-    return value
+    try await runThenUnmount(try MountedContainer.mount(options), isolation: isolation, body)
 }

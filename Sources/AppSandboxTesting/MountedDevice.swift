@@ -234,34 +234,11 @@ public final class MountedDevice: Sendable {
         // A launch's world dies with its `launch` process (PR_SET_PDEATHSIG),
         // stopped or not; until then it keeps the mount busy.
         for launch in started.withLock({ $0 }) { launch.kill() }
-        if let early = driver.exitStatus { problems.append("appsandboxfs ended during the test (status \(early))") }
-        if isMounted && !MountTable.isStale(mountpoint) {
-            var result = MountedContainer.unmountCommand(mountpoint)
-            var tries = 0
-            while !result.succeeded && isMounted && tries < 20 {
-                usleep(100_000)
-                tries += 1
-                result = MountedContainer.unmountCommand(mountpoint)
-            }
-            if isMounted {
-                problems.append("unmounting \(mountpoint) failed: \(result.standardError.trimmingCharacters(in: .whitespacesAndNewlines)); stopped the driver instead")
-                driver.signal(SIGTERM)
-            }
-        }
-        if driver.waitForExit(timeout: options.unmountTimeout) == nil {
-            problems.append("appsandboxfs did not end within \(options.unmountTimeout) s of the unmount; killed it")
-            driver.signal(SIGKILL)
-            _ = driver.waitForExit(timeout: 15)
-        } else if problems.isEmpty, let status = driver.exitStatus, status != 0 {
-            problems.append("appsandboxfs ended with status \(status) at the unmount")
-        }
-        if isMounted { MountedContainer.lazyUnmount(mountpoint) }
-        driver.releaseWatcher()
-        if isMounted {
-            problems.append("\(mountpoint) is still mounted; left \(root) in place")
-        } else if !options.keepFiles {
-            FixtureSystem.removeTree(root)
-        }
+        let early = driver.exitStatus
+        if let early { problems.append("appsandboxfs ended during the test (status \(early))") }
+        problems += MountedContainer.unmountAndEnd(driver, mountpoint: mountpoint, root: root,
+                                                   unmountTimeout: options.unmountTimeout, keepFiles: options.keepFiles,
+                                                   unmount: true, endedEarly: early != nil)
         guard !problems.isEmpty else { return nil }
         return problems.joined(separator: "; ") + "\nThe driver's last lines:\n" + lastLines(readText(driverLogPath) ?? "")
         #else
@@ -526,30 +503,13 @@ public final class LaunchedApp: Sendable {
 ///     }
 public func withMountedDevice<T>(_ options: MountedDevice.Options = MountedDevice.Options(),
                                  _ body: (MountedDevice) throws -> T) throws -> T {
-    let device = try MountedDevice.mount(options)
-    let value: T
-    do {
-        value = try body(device)
-    } catch {
-        device.unmountAfterFailure()
-        throw error
-    }
-    try device.unmount()
-    return value
+    try runThenUnmount(try MountedDevice.mount(options), body)
 }
 
 /// The same for an async body.
+@available(macOS 10.15, iOS 13, tvOS 13, watchOS 6, *)
 public func withMountedDevice<T>(_ options: MountedDevice.Options = MountedDevice.Options(),
                                  isolation: isolated (any Actor)? = #isolation,
                                  _ body: (MountedDevice) async throws -> T) async throws -> T {
-    let device = try MountedDevice.mount(options)
-    let value: T
-    do {
-        value = try await body(device)
-    } catch {
-        device.unmountAfterFailure()
-        throw error
-    }
-    try device.unmount()
-    return value
+    try await runThenUnmount(try MountedDevice.mount(options), isolation: isolation, body)
 }

@@ -2,47 +2,11 @@
 // package builds there, so that the team's tests compile, but a container
 // cannot be mounted: `MountedContainer.mount` throws (see `isSupported`)
 // before anything below is reached. These stand in for the Linux-only
-// Spawning and MountInfo targets, with the same names and shapes.
+// MountInfo target and Spawning's spawner, with the same names and shapes
+// (Spawning's values, ExitStatus and ProcessOutput, build everywhere).
 
 #if !os(Linux)
 import Foundation
-
-/// How a program ended, and what it printed (Spawning's ProcessOutput on Linux).
-public struct ProcessResult: Sendable, Equatable {
-    /// The exit code, or 128 + the signal that killed it; 127 when it could not start.
-    public var status: Int32
-    public var standardOutput: String
-    public var standardError: String
-
-    public var succeeded: Bool { status == 0 }
-
-    public init(status: Int32, standardOutput: String, standardError: String) {
-        self.status = status
-        self.standardOutput = standardOutput
-        self.standardError = standardError
-    }
-}
-
-/// How a process ended (Spawning's ExitStatus on Linux).
-public enum ExitStatus: Sendable, Equatable, CustomStringConvertible {
-    case exited(Int32)
-    case signaled(Int32)
-
-    /// The shell's number for it: the exit code, or 128 + the signal.
-    public var code: Int32 {
-        switch self {
-        case .exited(let code): code
-        case .signaled(let signal): 128 + signal
-        }
-    }
-
-    public var description: String {
-        switch self {
-        case .exited(let code): "exit \(code)"
-        case .signaled(let signal): "killed by signal \(signal)"
-        }
-    }
-}
 
 private let notLinux = FixtureError("AppSandboxTesting mounts containers on Linux only")
 

@@ -1,14 +1,21 @@
 // Running the tools the fixture needs (appsandboxfs init, cp, fusermount3,
 // rm) through the project's one spawner, and small file helpers.
 
+import POSIXHelpers
+// The values of the project's one spawner, on every platform: how a program
+// ended (ExitStatus, re-exported for `waitForDriverExit`), and what it printed.
+@_exported import enum Spawning.ExitStatus
+import Spawning
 #if os(Linux)
 import Glibc
-import POSIXHelpers
-import Spawning
+#else
+import Foundation
+#endif
 
 /// How a program ended, and what it printed.
 public typealias ProcessResult = ProcessOutput
 
+#if os(Linux)
 /// The fixture's use of the project's one spawner (Spawning).
 enum Subprocess {
     /// Runs `arguments` (the program is looked up on PATH) to its end.
@@ -20,8 +27,6 @@ enum Subprocess {
     /// The first executable `name` on PATH.
     static func onPath(_ name: String) -> String? { ChildProcess.onPath(name) }
 }
-#else
-import Foundation
 #endif
 
 /// An empty file in /tmp, removed when this value goes away.
@@ -56,15 +61,6 @@ func environmentValue(_ name: String) -> String? {
 func isExecutableFile(_ path: String) -> Bool {
     var status = stat()
     return stat(path, &status) == 0 && status.st_mode & S_IFMT == S_IFREG && access(path, X_OK) == 0
-}
-
-/// A whole file as text, nil when it cannot be read.
-func readText(_ path: String) -> String? {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    let (bytes, error) = readToEnd(fd)
-    return error == 0 ? String(decoding: bytes, as: UTF8.self) : nil
 }
 
 /// The last lines of a log, for an error message.

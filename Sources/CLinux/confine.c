@@ -12,7 +12,7 @@
 // also why the identity calls are raw system calls: glibc's setresuid()
 // signals every thread of the process, which the clone does not have.
 #define _GNU_SOURCE
-#include "confine.h"
+#include "confine_internal.h"
 #include "confine_filter.h"
 
 #include <errno.h>
@@ -83,30 +83,6 @@ static void restore_forwarding(void) {
 
 // ---------------------------------------------------------------- child side
 
-
-static size_t append(char *buffer, size_t used, size_t size, const char *text) {
-    while (text && *text && used + 1 < size) buffer[used++] = *text++;
-    buffer[used] = 0;
-    return used;
-}
-
-/// Tells `run` why the world could not be made, and ends.
-static void fail(int report_fd, int status, const char *step, const char *path) {
-    int error = errno;
-    struct asfs_confine_failure failure;
-    memset(&failure, 0, sizeof failure);
-    failure.error = error;
-    failure.exit_status = status;
-    size_t used = append(failure.step, 0, sizeof failure.step, step);
-    if (path) {
-        used = append(failure.step, used, sizeof failure.step, " ");
-        append(failure.step, used, sizeof failure.step, path);
-    }
-    ssize_t ignored = write(report_fd, &failure, sizeof failure);
-    (void)ignored;
-    _exit(status);
-}
-
 /// fork() without glibc: no atfork handlers (they lock), same semantics.
 static pid_t raw_fork(unsigned long flags) {
     return (pid_t)syscall(SYS_clone, flags | SIGCHLD, 0, 0, 0, 0);
@@ -120,40 +96,8 @@ static void close_inherited(int keep_low, int keep_high) {
     close_range((unsigned)keep_high + 1, ~0U, 0);
 }
 
-static int set_mount_attributes(int dirfd, const char *path, unsigned flags, unsigned long set, unsigned long clear) {
-    struct mount_attr attributes;
-    memset(&attributes, 0, sizeof attributes);
-    attributes.attr_set = set;
-    attributes.attr_clr = clear;
-    return (int)syscall(SYS_mount_setattr, dirfd, path, flags, &attributes, sizeof attributes);
-}
-
 static int clone_tree(const char *path, unsigned flags) {
     return (int)syscall(SYS_open_tree, AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | flags);
-}
-
-static int clone_tree_at(int fd, unsigned flags) {
-    return (int)syscall(SYS_open_tree, fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | flags);
-}
-
-/// The container's mount, opened by its path without following a link and
-/// checked to be the root of the mount the plan was made for (its device).
-/// Whoever can write a folder above the mountpoint could otherwise swap it
-/// for a link (or mount something over it) between the plan and here, and
-/// have a read-write copy of any folder, "/" included, put in the world.
-static int open_container(const struct asfs_confinement *plan, int report_fd) {
-    struct open_how how = {O_PATH | O_DIRECTORY | O_CLOEXEC, 0, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
-    int fd = (int)syscall(SYS_openat2, AT_FDCWD, plan->mountpoint, &how, sizeof how);
-    if (fd < 0) fail(report_fd, 1, "open without following links", plan->mountpoint);
-    struct statx status;
-    memset(&status, 0, sizeof status);
-    if (syscall(SYS_statx, fd, "", AT_EMPTY_PATH, STATX_TYPE, &status) != 0) fail(report_fd, 1, "statx", plan->mountpoint);
-    if (!(status.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) || !(status.stx_attributes & STATX_ATTR_MOUNT_ROOT)
-        || status.stx_dev_major != plan->device_major || status.stx_dev_minor != plan->device_minor) {
-        errno = EXDEV;
-        fail(report_fd, 1, "the container's mount is no longer at (a link or another mount in the way)", plan->mountpoint);
-    }
-    return fd;
 }
 
 static int attach_tree(int tree, const char *path) {
@@ -186,7 +130,6 @@ static void path_in(char *buffer, size_t size, const char *folder, const char *n
     append(buffer, used, size, name);
 }
 
-/// The mounts of R1 and R2, in an order where each step still finds what
 /// Whether `path` is `folder` or lies below it.
 static int is_inside(const char *path, const char *folder) {
     size_t length = strlen(folder);
@@ -350,98 +293,7 @@ static void detach_late_containers(const struct asfs_confinement *plan, int repo
     fail(report_fd, 1, "detach the other containers' mounts", "/proc/self/mountinfo");
 }
 
-/// One folder of the app's view (G2): the clone of `relative` (beneath the
-/// mount's root `root`, no link, no other mount on the way), read-only when
-/// asked.
-static int clone_view_folder(int root, const char *relative, int read_only, int report_fd) {
-    struct open_how beneath = {O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
-                               RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS};
-    int folder = (int)syscall(SYS_openat2, root, relative, &beneath, sizeof beneath);
-    if (folder < 0) fail(report_fd, 1, "open the app's folder", relative);
-    int tree = clone_tree_at(folder, AT_RECURSIVE);
-    if (tree < 0) fail(report_fd, 1, "open_tree", relative);
-    close(folder);
-    if (read_only && set_mount_attributes(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, MOUNT_ATTR_RDONLY, 0) != 0)
-        fail(report_fd, 1, "mount_setattr read-only", relative);
-    return tree;
-}
-
-/// Makes the folders of `relative` (below `view_root`) in the view's tmpfs
-/// and attaches `tree` on the last.
-static void attach_in_view(int view, const char *view_root, const char *relative, int tree, int report_fd) {
-    char path[PATH_MAX];
-    size_t skip = strlen(view_root);
-    if (strncmp(relative, view_root, skip) != 0 || relative[skip] != '/') {
-        errno = EINVAL;
-        fail(report_fd, 1, "a folder outside the app's view", relative);
-    }
-    append(path, 0, sizeof path, relative + skip + 1);
-    for (char *slash = path;; slash++) {
-        if (*slash != '/' && *slash != 0) continue;
-        char kept = *slash;
-        *slash = 0;
-        if (mkdirat(view, path, 0555) != 0 && errno != EEXIST) fail(report_fd, 1, "mkdir in the app's view", path);
-        *slash = kept;
-        if (kept == 0) break;
-    }
-    struct open_how beneath = {O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
-                               RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS};
-    int target = (int)syscall(SYS_openat2, view, path, &beneath, sizeof beneath);
-    if (target < 0) fail(report_fd, 1, "open in the app's view", path);
-    if (syscall(SYS_move_mount, tree, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0)
-        fail(report_fd, 1, "move_mount", relative);
-    close(target);
-    close(tree);
-}
-
-/// G2: on a device, the app sees only its own containers. An empty tmpfs
-/// is mounted over `view_root` (Containers), and clones of the app's own
-/// folders are attached inside it; then the tmpfs turns read-only. Every
-/// other container, those installed later included, lies under the tmpfs:
-/// out of sight, and with no capability left the command cannot unmount it
-/// (R3).
-static void make_app_view(const struct asfs_confinement *plan, int report_fd) {
-    if (!plan->view_root) return;
-    enum { most = 64 };
-    size_t count = plan->view_read_only_count + plan->view_read_write_count;
-    if (count > most) {
-        errno = E2BIG;
-        fail(report_fd, 1, "too many containers for the app's view", plan->view_root);
-    }
-    int root = open_container(plan, report_fd);
-    int trees[most];
-    for (size_t i = 0; i < count; i++) {
-        int read_only = i < plan->view_read_only_count;
-        const char *relative = read_only ? plan->view_read_only[i] : plan->view_read_write[i - plan->view_read_only_count];
-        trees[i] = clone_view_folder(root, relative, read_only, report_fd);
-    }
-    struct open_how beneath = {O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
-                               RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS};
-    int base = (int)syscall(SYS_openat2, root, plan->view_root, &beneath, sizeof beneath);
-    if (base < 0) fail(report_fd, 1, "open the device's", plan->view_root);
-    int context = (int)syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC);
-    if (context < 0) fail(report_fd, 1, "fsopen tmpfs for", plan->view_root);
-    if (syscall(SYS_fsconfig, context, FSCONFIG_SET_STRING, "source", "appsandboxfs-view", 0) != 0
-        || syscall(SYS_fsconfig, context, FSCONFIG_SET_STRING, "mode", "0555", 0) != 0
-        || syscall(SYS_fsconfig, context, FSCONFIG_CMD_CREATE, NULL, NULL, 0) != 0)
-        fail(report_fd, 1, "fsconfig tmpfs for", plan->view_root);
-    int view = (int)syscall(SYS_fsmount, context, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
-    if (view < 0) fail(report_fd, 1, "fsmount tmpfs for", plan->view_root);
-    close(context);
-    if (syscall(SYS_move_mount, view, "", base, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0)
-        fail(report_fd, 1, "move_mount an empty folder onto", plan->view_root);
-    close(base);
-    for (size_t i = 0; i < count; i++) {
-        int read_only = i < plan->view_read_only_count;
-        const char *relative = read_only ? plan->view_read_only[i] : plan->view_read_write[i - plan->view_read_only_count];
-        attach_in_view(view, plan->view_root, relative, trees[i], report_fd);
-    }
-    if (set_mount_attributes(view, "", AT_EMPTY_PATH, MOUNT_ATTR_RDONLY, 0) != 0)
-        fail(report_fd, 1, "mount_setattr read-only", plan->view_root);
-    close(view);
-    close(root);
-}
-
+/// The mounts of R1 and R2, in an order where each step still finds what
 /// it needs: other containers go first, hidden folders are in place before
 /// the container is cloned (so a hidden folder inside it stays hidden), the
 /// clones of the container, its tmp and the devices are taken before
@@ -532,7 +384,7 @@ static void make_world(const struct asfs_confinement *plan, int report_fd) {
     close(container);
     close(tmp);
     close(var_tmp);
-    make_app_view(plan, report_fd);
+    asfs_confine_make_app_view(plan, report_fd);
 
     // /proc of the new PID namespace: no process outside can be seen, so
     // none can be reached through /proc/PID/root, cwd or fd.

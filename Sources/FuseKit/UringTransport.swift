@@ -104,12 +104,9 @@ final class UringTransport: Sendable {
         defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
         var started: [pthread_t] = []
         for queue in queues {
-            let context = Unmanaged.passRetained(QueueContext(transport: self, queue: queue))
-            var thread = pthread_t()
-            if pthread_create(&thread, nil, ringThreadMain, context.toOpaque()) == 0 {
+            if let thread = startThread({ self.serve(queue) }) {
                 started.append(thread)
             } else {
-                context.release()
                 log("io_uring: cannot start the thread of queue \(queue.index); the kernel keeps using /dev/fuse")
             }
         }
@@ -327,19 +324,4 @@ private final class RingQueue: @unchecked Sendable {
         close(stopEvent)
         vectors.deallocate()
     }
-}
-
-private final class QueueContext {
-    let transport: UringTransport
-    let queue: RingQueue
-    init(transport: UringTransport, queue: RingQueue) {
-        self.transport = transport
-        self.queue = queue
-    }
-}
-
-private func ringThreadMain(_ argument: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
-    let context = Unmanaged<QueueContext>.fromOpaque(argument!).takeRetainedValue()
-    context.transport.serve(context.queue)
-    return nil
 }

@@ -1,6 +1,8 @@
 import CFuse
 import CLinux
 import Glibc
+import POSIXHelpers
+import Synchronization
 
 /// The session's multi-threaded loop: a fixed set of worker threads, each
 /// reading requests from /dev/fuse into a buffer of its own and serving them.
@@ -42,15 +44,10 @@ struct WorkerLoop {
         var all = sigset_t(), saved = sigset_t()
         sigfillset(&all)
         pthread_sigmask(SIG_SETMASK, &all, &saved)
-        var workers: [(thread: pthread_t, context: Unmanaged<WorkerContext>)] = []
+        var workers: [(thread: pthread_t, context: WorkerContext)] = []
         for _ in 0..<max(1, threadCount) {
-            let context = Unmanaged.passRetained(WorkerContext(session: session, wakeSignal: wake, finished: finished,
-                                                                privateUmask: privateUmask))
-            var thread = pthread_t()
-            guard pthread_create(&thread, nil, workerMain, context.toOpaque()) == 0 else {
-                context.release()
-                break
-            }
+            let context = WorkerContext(session: session, wakeSignal: wake, finished: finished, privateUmask: privateUmask)
+            guard let thread = startThread({ context.serve() }) else { break }
             workers.append((thread, context))
         }
         pthread_sigmask(SIG_SETMASK, &saved, nil)
@@ -76,8 +73,7 @@ struct WorkerLoop {
         var status: Int32 = 0
         for worker in workers {
             pthread_join(worker.thread, nil)
-            let failure = worker.context.takeRetainedValue().failure
-            if status == 0 { status = failure }
+            if status == 0 { status = worker.context.failure.load(ordering: .relaxed) }
         }
         return status
     }
@@ -99,14 +95,16 @@ struct WorkerLoop {
     }
 }
 
-/// What one worker thread needs; handed over as its start argument.
-private final class WorkerContext {
+/// What one worker thread needs. A thin wrapper of the session's and the
+/// semaphore's C pointers (libfuse's session calls and sem_post are safe
+/// from any thread), shared by the worker and the coordinator.
+private final class WorkerContext: @unchecked Sendable {
     let session: OpaquePointer
     let wakeSignal: Int32
     let finished: UnsafeMutablePointer<sem_t>
     let privateUmask: Bool
     /// Written by the worker, read by the coordinator after the join.
-    var failure: Int32 = 0
+    let failure = Atomic<Int32>(0)
 
     init(session: OpaquePointer, wakeSignal: Int32, finished: UnsafeMutablePointer<sem_t>, privateUmask: Bool) {
         self.session = session
@@ -122,7 +120,7 @@ private final class WorkerContext {
         if privateUmask {
             guard asfs_unshare_fs() == 0 else {
                 // Serving with the process's umask would store wrong modes.
-                failure = -errno
+                failure.store(-errno, ordering: .relaxed)
                 fuse_session_exit(session)
                 sem_post(finished)
                 return
@@ -140,7 +138,7 @@ private final class WorkerContext {
             let received = fuse_session_receive_buf(session, &buffer)
             if received == -EINTR || received == -EAGAIN { continue }
             if received < 0 {
-                failure = received
+                failure.store(received, ordering: .relaxed)
                 fuse_session_exit(session)
             }
             // 0: the mount is gone (ENODEV; libfuse has set the exit flag)
@@ -152,10 +150,4 @@ private final class WorkerContext {
         free(buffer.mem)
         sem_post(finished)
     }
-}
-
-private func workerMain(_ argument: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
-    // The coordinator keeps the context retained until after the join.
-    Unmanaged<WorkerContext>.fromOpaque(argument!).takeUnretainedValue().serve()
-    return nil
 }

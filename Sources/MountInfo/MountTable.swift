@@ -2,6 +2,7 @@
 // shared by the command line, the test fixture and the backup code.
 
 import Glibc
+import POSIXHelpers
 
 /// One line of /proc/self/mountinfo:
 /// `36 35 0:52 / /mnt/MyApp rw,nosuid,nodev shared:1 - fuse.appsandboxfs /srv/MyApp rw,user_id=0,group_id=0`
@@ -50,7 +51,7 @@ public enum MountTable {
     /// Every mount of this mount namespace, in the kernel's order (a later
     /// one at the same mountpoint hides the earlier).
     public static func entries() -> [MountEntry] {
-        parse(readWhole("/proc/self/mountinfo") ?? "")
+        parse(readText("/proc/self/mountinfo") ?? "")
     }
 
     public static func parse(_ text: String) -> [MountEntry] {
@@ -124,23 +125,18 @@ public enum MountTable {
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
             return direct(path)
         }
-        let context = Unmanaged.passRetained(ProbeContext(path: path, answer: ends[1])).toOpaque()
-        var thread = pthread_t()
-        let started = pthread_create(&thread, nil, { raw in
-            let context = Unmanaged<ProbeContext>.fromOpaque(raw!).takeRetainedValue()
-            var byte = UInt8(MountTable.direct(context.path) == .stale ? 1 : 0)
+        let answer = ends[1]
+        let started = startThread(detached: true) {
+            var byte = UInt8(MountTable.direct(path) == .stale ? 1 : 0)
             // MSG_NOSIGNAL: the waiter may have given up and closed its end.
-            _ = send(context.answer, &byte, 1, Int32(MSG_NOSIGNAL))
-            close(context.answer)
-            return nil
-        }, context)
-        guard started == 0 else {
-            Unmanaged<ProbeContext>.fromOpaque(context).release()
+            _ = send(answer, &byte, 1, Int32(MSG_NOSIGNAL))
+            close(answer)
+        }
+        guard started != nil else {
             close(ends[0])
             close(ends[1])
             return direct(path)
         }
-        pthread_detach(thread)
         defer { close(ends[0]) }
         var waiting = pollfd(fd: ends[0], events: Int16(POLLIN), revents: 0)
         var ready: Int32
@@ -170,32 +166,5 @@ public enum MountTable {
             }
         }
         return String(decoding: bytes, as: UTF8.self)
-    }
-
-    private static func readWhole(_ path: String) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let count = read(fd, &buffer, buffer.count)
-            if count < 0 && errno == EINTR { continue }
-            if count < 0 { return nil }
-            if count == 0 { break }
-            bytes += buffer[0..<count]
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-}
-
-/// What a probe's thread needs: the path, and its end of the socket pair
-/// (which it closes). Immutable, handed over once.
-private final class ProbeContext: Sendable {
-    let path: String
-    let answer: Int32
-    init(path: String, answer: Int32) {
-        self.path = path
-        self.answer = answer
     }
 }

@@ -82,3 +82,51 @@ private let errnoNames: [Int32: String] = [
     512: "ERESTARTSYS", 524: "ENOTSUPP(kernel-internal)",
 ]
 #endif
+
+/// Reads the file at `path` to its end (EINTR is retried): the bytes read,
+/// and the errno that stopped it (0 at the end of the file; open(2)'s, with
+/// no bytes, when it cannot be opened).
+public func readFile(_ path: String) -> (bytes: [UInt8], error: Int32) {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return ([], errno) }
+    defer { close(fd) }
+    return readToEnd(fd)
+}
+
+/// The whole file at `path` as text (UTF-8), nil when it cannot be opened
+/// or read.
+public func readText(_ path: String) -> String? {
+    let (bytes, error) = readFile(path)
+    return error == 0 ? String(decoding: bytes, as: UTF8.self) : nil
+}
+
+#if canImport(Glibc)
+/// Starts a thread that runs `body` (pthread_create(3)); the thread starts
+/// with the calling thread's signal mask. Returns the thread, or nil with
+/// `errno` set to pthread_create's error (EAGAIN: no more threads). A
+/// `detached` thread's resources go when it ends; any other must be joined
+/// (pthread_join). The one way this project starts a thread: the serving
+/// workers, the io_uring queues, the in-process fixture, the stale-mount
+/// probe. (Linux only, as its users are.)
+public func startThread(detached: Bool = false, _ body: @escaping @Sendable () -> Void) -> pthread_t? {
+    let box = Unmanaged.passRetained(ThreadBody(body))
+    var thread = pthread_t()
+    let result = pthread_create(&thread, nil, { argument in
+        Unmanaged<ThreadBody>.fromOpaque(argument!).takeRetainedValue().body()
+        return nil
+    }, box.toOpaque())
+    guard result == 0 else {
+        box.release()
+        errno = result
+        return nil
+    }
+    if detached { pthread_detach(thread) }
+    return thread
+}
+
+/// What `startThread` hands its thread: the body, owned by the thread.
+private final class ThreadBody: Sendable {
+    let body: @Sendable () -> Void
+    init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+}
+#endif

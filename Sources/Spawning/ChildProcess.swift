@@ -9,35 +9,10 @@
 // the driver's self-start needs a descriptor of our choice at a known number
 // in a new session, which its platform options do not give on Linux.
 
+#if os(Linux)
 import CLinux
 import Glibc
 import POSIXHelpers
-
-/// How a child ended.
-public enum ExitStatus: Sendable, Equatable, CustomStringConvertible {
-    case exited(Int32)
-    case signaled(Int32)
-
-    public init(waitStatus status: Int32) {
-        // The W* macros are not imported into Swift.
-        self = status & 0x7f == 0 ? .exited((status >> 8) & 0xff) : .signaled(status & 0x7f)
-    }
-
-    /// The shell's number for it: the exit code, or 128 + the signal.
-    public var code: Int32 {
-        switch self {
-        case .exited(let code): code
-        case .signaled(let signal): 128 + signal
-        }
-    }
-
-    public var description: String {
-        switch self {
-        case .exited(let code): "exit \(code)"
-        case .signaled(let signal): "killed by signal \(signal)"
-        }
-    }
-}
 
 /// A program that could not be started.
 public struct SpawnError: Error, Sendable, CustomStringConvertible {
@@ -219,3 +194,4 @@ public func monotonicSeconds() -> Double {
     clock_gettime(CLOCK_MONOTONIC, &time)
     return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
 }
+#endif

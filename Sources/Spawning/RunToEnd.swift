@@ -1,21 +1,6 @@
+#if os(Linux)
 import Glibc
-
-/// How a program run to its end ended, and what it printed.
-public struct ProcessOutput: Sendable, Equatable {
-    /// The exit code, or 128 + the signal that killed it (as a shell says);
-    /// 127 when it could not start.
-    public var status: Int32
-    public var standardOutput: String
-    public var standardError: String
-
-    public var succeeded: Bool { status == 0 }
-
-    public init(status: Int32, standardOutput: String, standardError: String) {
-        self.status = status
-        self.standardOutput = standardOutput
-        self.standardError = standardError
-    }
-}
+import POSIXHelpers
 
 extension ChildProcess {
     /// Runs `arguments` to its end, its output caught in temporary files (a
@@ -80,21 +65,12 @@ private final class CaptureFile {
         }
     }
 
+    /// What the child wrote (up to a read error, as at the end).
     func text() -> String {
         guard let path else { return "" }
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return "" }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let count = read(fd, &buffer, buffer.count)
-            if count < 0 && errno == EINTR { continue }
-            if count <= 0 { break }
-            bytes += buffer[0..<count]
-        }
-        return String(decoding: bytes, as: UTF8.self)
+        return String(decoding: readFile(path).bytes, as: UTF8.self)
     }
 
     deinit { if let path { unlink(path) } }
 }
+#endif

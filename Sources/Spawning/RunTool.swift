@@ -1,6 +1,7 @@
 // Running a tool (fusermount3, say) to its end, for a command that only
 // needs its exit status and, at most, its complaint in one line.
 
+#if os(Linux)
 /// Runs a program, its output shown; returns its exit status.
 public func runTool(_ path: String, _ arguments: [String]) -> Int32 {
     (try? ChildProcess.start([path] + arguments).wait().code) ?? 127
@@ -14,3 +15,4 @@ public func runTool(_ path: String, _ arguments: [String], capturingErrors: Bool
         .split(separator: "\n").map(String.init).joined(separator: "; ")
     return (result.status, text)
 }
+#endif

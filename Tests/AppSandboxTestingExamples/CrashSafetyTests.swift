@@ -8,6 +8,7 @@
 @testable import AppSandboxTesting
 import Foundation
 import MountInfo
+import POSIXHelpers
 import Testing
 import XCTest
 

@@ -1,7 +1,8 @@
 // AppSandboxTesting builds on every platform an iOS team's tests build on
 // (macOS too), though it mounts on Linux only: its Linux-only dependencies
 // carry a platform condition, and every Linux-only import in its sources
-// (and in Locking's, SandboxPolicy's and POSIXHelpers', which it uses) sits under an #if. We cannot build for
+// (and in Locking's, SandboxPolicy's, POSIXHelpers' and Spawning's, which it
+// uses) sits under an #if. We cannot build for
 // macOS here, so these are checked as text and as the loaded manifest.
 
 @testable import AppSandboxTesting
@@ -10,9 +11,9 @@ import Testing
 
 @Suite("Docs: AppSandboxTesting builds beyond Linux")
 struct FixturePortabilityTests {
-    static let linuxOnlyModules: Set<String> = ["Glibc", "CLinux", "CFuse", "Spawning", "MountInfo", "Synchronization"]
+    static let linuxOnlyModules: Set<String> = ["Glibc", "CLinux", "CFuse", "MountInfo", "Synchronization"]
 
-    @Test("Package.swift: AppSandboxTesting depends on Spawning and MountInfo only on Linux, on nothing else that needs Linux")
+    @Test("Package.swift: AppSandboxTesting depends on MountInfo only on Linux, on nothing else that needs Linux; Spawning on CLinux only on Linux")
     func manifestConditions() throws {
         // From a copy of the manifest (swift test holds the repository's .build).
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("asfs-fixture-\(UUID().uuidString)").path
@@ -31,20 +32,30 @@ struct FixturePortabilityTests {
             let condition = entry.last as? [String: Any]
             if condition?["platformNames"] as? [String] != ["linux"] { unconditional.append(name) }
         }
-        #expect(!unconditional.contains("Spawning") && !unconditional.contains("MountInfo"),
-                "AppSandboxTesting needs .when(platforms: [.linux]) on: \(unconditional)")
+        #expect(!unconditional.contains("MountInfo"), "AppSandboxTesting needs .when(platforms: [.linux]) on: \(unconditional)")
         // SandboxPolicy is pure Swift (its one C import is under
         // canImport, checked below): the one definition of the container's
         // terms, which the fixture re-exports. POSIXHelpers imports Glibc or
-        // Darwin, whichever there is (checked below).
-        #expect(Set(unconditional).isSubset(of: ["ContainerFiles", "Locking", "SandboxPolicy", "POSIXHelpers"]), "\(unconditional)")
+        // Darwin, whichever there is (checked below). Spawning's values
+        // (ExitStatus, ProcessOutput) build everywhere; its spawner is
+        // Linux code under #if (checked below), and so is its dependency
+        // on CLinux.
+        #expect(Set(unconditional).isSubset(of: ["ContainerFiles", "Locking", "SandboxPolicy", "POSIXHelpers", "Spawning"]), "\(unconditional)")
+        let spawning = try #require(targets.first { $0["name"] as? String == "Spawning" })
+        for dependency in spawning["dependencies"] as? [[String: Any]] ?? [] {
+            let entry = (dependency["byName"] ?? dependency["target"] ?? dependency["product"]) as? [Any] ?? []
+            let condition = entry.last as? [String: Any]
+            if entry.first as? String == "CLinux" {
+                #expect(condition?["platformNames"] as? [String] == ["linux"], "Spawning needs .when(platforms: [.linux]) on CLinux")
+            }
+        }
     }
 
-    @Test("Every Linux-only import and C symbol looked up by Linux's signature in Sources/AppSandboxTesting, Sources/ContainerFiles, Sources/Locking, Sources/SandboxPolicy and Sources/POSIXHelpers is under #if")
+    @Test("Every Linux-only import and C symbol looked up by Linux's signature in Sources/AppSandboxTesting, Sources/ContainerFiles, Sources/Locking, Sources/SandboxPolicy, Sources/POSIXHelpers and Sources/Spawning is under #if")
     func guardedImports() throws {
         var unguarded: [String] = []
         for folder in ["Sources/AppSandboxTesting", "Sources/ContainerFiles", "Sources/Locking", "Sources/SandboxPolicy",
-                       "Sources/POSIXHelpers"] {
+                       "Sources/POSIXHelpers", "Sources/Spawning"] {
             let path = repositoryRoot() + "/" + folder
             for file in try FileManager.default.contentsOfDirectory(atPath: path).sorted() where file.hasSuffix(".swift") {
                 // The open #if blocks: whether each is a platform guard.
