@@ -66,6 +66,15 @@ extension SandboxFileSystem {
             Subject(operation: operation, place: .node(node), entry: node, writing: writing)
         }
 
+        /// An attribute of `node`, set or removed. `holdingEntry`: whether
+        /// the call needs the node's descriptor (a backing attribute; the
+        /// class is none).
+        static func attribute(_ name: UnsafePointer<CChar>, of node: Node, _ operation: FileOperation,
+                              holdingEntry: Bool) -> Subject {
+            Subject(operation: operation, place: .node(node), entry: holdingEntry ? node : nil,
+                    attribute: (name, node.isSymlink))
+        }
+
         /// An open handle of `node`, for I/O through it.
         static func handle(_ fd: FileDescriptor, of node: Node, _ operation: FileOperation?, writing: Bool,
                            path: DataPath = .caller) -> Subject {

@@ -32,12 +32,11 @@ extension SandboxFileSystem {
                          reply: consuming ReplyStatus) {
         let node = nodes.node(id)
         let visible = nameBytes(name.cString)
+        // The class is no backing attribute: its change holds no descriptor
+        // and reserves nothing, and judges itself further (P1, P2, F1).
         let isClass = ProtectionXattrs.isProtectionName(visible)
-        var subject = Subject.entry(node, .setExtendedAttribute(zone(of: node)))
-        subject.attribute = (name.cString, node.isSymlink)
+        let subject = Subject.attribute(name.cString, of: node, .setExtendedAttribute(zone(of: node)), holdingEntry: !isClass)
         if isClass {
-            // The class is no backing attribute: nothing to hold or reserve.
-            subject.entry = nil
             send(checked(.setProtectionClass, request, subject) { (_) throws(Errno) in
                 try setProtectionClass(request, node, name: visible, value: value, flags: flags)
             }, reply)
@@ -142,10 +141,9 @@ extension SandboxFileSystem {
     public func removexattr(_ request: Request, node id: NodeID, name: FileName, reply: consuming ReplyStatus) {
         let node = nodes.node(id)
         let visible = nameBytes(name.cString)
-        var subject = Subject.entry(node, .removeExtendedAttribute(zone(of: node)))
-        subject.attribute = (name.cString, node.isSymlink)
-        if ProtectionXattrs.isProtectionName(visible) {
-            subject.entry = nil
+        let isClass = ProtectionXattrs.isProtectionName(visible)
+        let subject = Subject.attribute(name.cString, of: node, .removeExtendedAttribute(zone(of: node)), holdingEntry: !isClass)
+        if isClass {
             send(checked(.removeProtectionClass, request, subject) { (_) throws(Errno) in
                 try removeProtectionClass(request, node, name: visible)
             }, reply)
