@@ -15,10 +15,11 @@
 //   target leads out, is EPERM with a `Sandbox:` line.
 // - The Linux rules of attribute names (X6) after the zone: the bundle
 //   refuses `setfattr -n system.x` with EROFS, like any other change.
-// - Data protection (P6, P7, P2) after the sandbox's rules: a write to a
-//   locked class A file in the bundle is EROFS, with no `DataProtection:`
-//   line; it comes before any change, so a refused write leaves the
-//   set-user-ID bits and the disk's count alone.
+// - Data protection (P6, P7, P2) after the sandbox's rules: an open for
+//   writing of a class A file in the Inbox while locked is I4's EPERM with
+//   a `Sandbox:` line, not a `DataProtection:` one; and it comes before any
+//   change, so a refused write leaves the set-user-ID bits and the disk's
+//   count alone.
 // - The set-ID bits go before the data (W1: the kernel's file_remove_privs
 //   runs before the write), and after every refusal.
 // - The capacity last (Q2): it reserves space around the backing call
