@@ -125,7 +125,7 @@ public final class CapacityLedger: Sendable {
     /// reserves the blocks it may allocate, or, when they do not all fit,
     /// those of the longest prefix that does (Q2: a write that partly fits
     /// writes a prefix). `body` gets the length it may write.
-    public func write(_ fd: FileDescriptor, offset: off_t, length: Int, _ body: (Int) throws(Errno) -> Int) throws(Errno) -> Int {
+    public func write<T>(_ fd: FileDescriptor, offset: off_t, length: Int, _ body: (Int) throws(Errno) -> T) throws(Errno) -> T {
         guard length > 0 else { return try body(length) }
         let (allowed, reserved, key) = try reserve(fd, offset: Int64(offset), length: Int64(length), whole: false)
         defer { end(reserved: reserved, tracking: [fd], keys: [key]) }
@@ -135,11 +135,11 @@ public final class CapacityLedger: Sendable {
     /// fallocate of a mode that allocates (`DiskSpace.fallocateMayAllocate`):
     /// the blocks of its whole range reserved, or ENOSPC without running
     /// `body`, as ext4 refuses the whole call.
-    public func allocate(_ fd: FileDescriptor, offset: off_t, length: off_t, _ body: () throws(Errno) -> Void) throws(Errno) {
+    public func allocate<T>(_ fd: FileDescriptor, offset: off_t, length: off_t, _ body: () throws(Errno) -> T) throws(Errno) -> T {
         guard length > 0 else { return try body() }
         let (_, reserved, key) = try reserve(fd, offset: Int64(offset), length: Int64(length), whole: true)
         defer { end(reserved: reserved, tracking: [fd], keys: [key]) }
-        try body()
+        return try body()
     }
 
     /// Reserves what a write or an allocation of the range needs (all of

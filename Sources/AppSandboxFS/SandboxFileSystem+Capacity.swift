@@ -4,9 +4,10 @@ import Glibc
 import SandboxPolicy
 import SystemPackage
 
-// The hooks of `mount --capacity` (Q1-Q3): each changing handler passes its
-// backing call through one of these. Without a capacity each is the call
-// itself (one nil check), so other mounts do no extra work.
+// The hooks of `mount --capacity` (Q1-Q3): the checks combinator
+// (`checked`, SandboxFileSystem+Checks.swift) passes a backing call through
+// the one its request's `Reservation` names. Without a capacity each is the
+// call itself (one nil check), so other mounts do no extra work.
 extension SandboxFileSystem {
     /// What a new name may need: one block of its folder (or of an
     /// attribute). Refused with ENOSPC when not even that is free.
@@ -39,8 +40,8 @@ extension SandboxFileSystem {
     /// when it may add one (`DiskSpace.renameMayAddEntry`). When that space
     /// is not free but `newName` exists, the rename, which then adds no
     /// entry, goes ahead without it.
-    func chargedRename(from: FileDescriptor, to: FileDescriptor, newName: UnsafePointer<CChar>, sameFolder: Bool,
-                       flags: RenameFlags, _ body: () throws(Errno) -> Void) throws(Errno) {
+    func chargedRename<T>(from: FileDescriptor, to: FileDescriptor, newName: UnsafePointer<CChar>, sameFolder: Bool,
+                          flags: RenameFlags, _ body: () throws(Errno) -> T) throws(Errno) -> T {
         let exchange = flags.contains(.exchange)
         let victim = exchange ? nil : newName
         guard capacity != nil, DiskSpace.renameMayAddEntry(intoOtherFolder: !sameFolder, exchange: exchange) else {
@@ -48,13 +49,13 @@ extension SandboxFileSystem {
         }
         var ran = false
         do throws(Errno) {
-            try charged(reserving: newEntrySpace, removing: victim, in: to, also: [from]) { () throws(Errno) in
+            return try charged(reserving: newEntrySpace, removing: victim, in: to, also: [from]) { () throws(Errno) in
                 ran = true
-                try body()
+                return try body()
             }
         } catch {
             guard error == .noSpace, !ran, (try? Backing.stat(in: to, newName)) != nil else { throw error }
-            try charged(removing: victim, in: to, also: [from], body)
+            return try charged(removing: victim, in: to, also: [from], body)
         }
     }
 
@@ -64,8 +65,8 @@ extension SandboxFileSystem {
     /// (`DiskSpace.writebackPassesCapacity`): only the backing file
     /// system's own ENOSPC can refuse it.
     @inline(__always)
-    func chargedWrite(_ fd: FileDescriptor, at offset: off_t, length: Int, path: DataPath = .caller,
-                      _ body: (Int) throws(Errno) -> Int) throws(Errno) -> Int {
+    func chargedWrite<T>(_ fd: FileDescriptor, at offset: off_t, length: Int, path: DataPath,
+                         _ body: (Int) throws(Errno) -> T) throws(Errno) -> T {
         guard let capacity else { return try body(length) }
         if DiskSpace.writebackPassesCapacity(fromPageCache: path == .pageCache, writebackCache: configuration.writebackCache) {
             return try capacity.change(reserving: 0, tracking: [fd]) { () throws(Errno) in try body(length) }
@@ -78,9 +79,10 @@ extension SandboxFileSystem {
     /// ext4); punching and collapsing, which free, and inserting a hole
     /// only measure (`DiskSpace.fallocateMayAllocate`).
     @inline(__always)
-    func chargedAllocate(_ fd: FileDescriptor, mode: Int32, offset: off_t, length: off_t, _ body: () throws(Errno) -> Void) throws(Errno) {
+    func chargedAllocate<T>(_ fd: FileDescriptor, mode: Int32, offset: off_t, length: off_t,
+                            _ body: () throws(Errno) -> T) throws(Errno) -> T {
         guard let capacity else { return try body() }
         guard DiskSpace.fallocateMayAllocate(mode: mode) else { return try capacity.change(reserving: 0, tracking: [fd], body) }
-        try capacity.allocate(fd, offset: offset, length: length, body)
+        return try capacity.allocate(fd, offset: offset, length: length, body)
     }
 }

@@ -23,8 +23,9 @@ extension SandboxFileSystem {
 
     public func open(_ request: Request, node id: NodeID, flags: OpenFlags, reply: consuming ReplyOpen) {
         let node = nodes.node(id)
-        let verdict = flags.writes || flags.truncates
-            ? SandboxPolicy.decide(.open(zone(of: node), write: flags.writes, truncate: flags.truncates)) : .allow
+        let writing = flags.writes || flags.truncates
+        let kind: CheckedRequest = flags.truncates ? .openTruncating : flags.writes ? .openForWriting : .openForReading
+        let operation = writing ? FileOperation.open(zone(of: node), write: flags.writes, truncate: flags.truncates) : nil
         var openFlags = flags.rawValue
         // With the writeback cache the kernel may read to fill pages of a
         // file opened write-only, and it handles O_APPEND itself.
@@ -32,12 +33,8 @@ extension SandboxFileSystem {
             if flags.accessMode == O_WRONLY { openFlags = (openFlags & ~O_ACCMODE) | O_RDWR }
             openFlags &= ~O_APPEND
         }
-        var protection = ProtectionClass.none
-        let opened = guarded(verdict, request, at: .node(node)) { () throws(Errno) in
-            protection = try openProtection(request, node: node, writing: flags.writes || flags.truncates)
-            let fd = try node.withFD { (fd) throws(Errno) in
-                try charged(flags.truncates ? [fd] : []) { () throws(Errno) in try Backing.reopen(fd, flags: openFlags) }
-            }
+        let opened = checked(kind, request, .entry(node, operation, writing: writing)) { (cleared) throws(Errno) in
+            let fd = try Backing.reopen(cleared.file, flags: openFlags)
             // The kernel leaves an O_TRUNC open's clearing of set-ID bits to
             // the driver (atomic O_TRUNC), and the driver's own open, as
             // root, clears nothing.
@@ -47,10 +44,10 @@ extension SandboxFileSystem {
                     throw error
                 }
             }
-            return fd
+            return (fd, cleared.protection)
         }
         switch opened {
-        case .success(let fd):
+        case .success(let (fd, protection)):
             capacity?.opened(fd)
             // No release comes for a handle the kernel did not take.
             var plain = openOptions(request, node: id, flags: flags, descriptor: fd)
@@ -72,8 +69,9 @@ extension SandboxFileSystem {
 
     public func read(_ request: Request, node: NodeID, handle: FileHandle, offset: off_t, size: Int, path: DataPath,
                      reply: consuming ReplyData) {
-        if let locked = handleDenial(request, handle: descriptor(handle), node: node, writing: false, path: path) {
-            reply.error(locked)
+        let subject = Subject.handle(descriptor(handle), of: nodes.node(node), nil, writing: false, path: path)
+        if let refused = passChecks(.read, request, subject) {
+            reply.error(refused)
             return
         }
         reply.fromDescriptor(descriptor(handle), offset: offset, size: size)
@@ -82,14 +80,10 @@ extension SandboxFileSystem {
     public func write(_ request: Request, node id: NodeID, handle: FileHandle, offset: off_t, data: UnsafeRawBufferPointer,
                       path: DataPath, reply: consuming ReplyWrite) {
         let node = nodes.node(id)
-        send(guarded(.write(zone(of: node)), request, at: .node(node)) { () throws(Errno) in
-            if let locked = handleDenial(request, handle: descriptor(handle), node: id, writing: true, path: path) { throw locked }
-            // The bits go before the data, as the kernel removes them
-            // (file_remove_privs) before it writes.
-            if mustClearSetIDBits(request) { try Self.dropSetIDBits(descriptor(handle)) }
-            return try chargedWrite(descriptor(handle), at: offset, length: data.count, path: path) { (allowed) throws(Errno) in
-                try Backing.pwrite(descriptor(handle), UnsafeRawBufferPointer(rebasing: data[..<allowed]), at: offset)
-            }
+        var subject = Subject.handle(descriptor(handle), of: node, .write(zone(of: node)), writing: true, path: path)
+        (subject.offset, subject.length) = (offset, off_t(data.count))
+        send(checked(.write, request, subject) { (cleared) throws(Errno) in
+            try Backing.pwrite(descriptor(handle), UnsafeRawBufferPointer(rebasing: data[..<cleared.length]), at: offset)
         }, reply)
     }
 
@@ -105,7 +99,11 @@ extension SandboxFileSystem {
     }
 
     public func fsync(_ request: Request, node: NodeID, handle: FileHandle, dataOnly: Bool, reply: consuming ReplyStatus) {
-        if let locked = handleDenial(request, handle: descriptor(handle), node: node, writing: true) { reply.error(locked); return }
+        let subject = Subject.handle(descriptor(handle), of: nodes.node(node), nil, writing: true)
+        if let refused = passChecks(.fsync, request, subject) {
+            reply.error(refused)
+            return
+        }
         do {
             try Backing.fsync(descriptor(handle), dataOnly: dataOnly)
             reply.ok()
@@ -117,12 +115,10 @@ extension SandboxFileSystem {
     public func fallocate(_ request: Request, node id: NodeID, handle: FileHandle, mode: Int32, offset: off_t, length: off_t,
                           reply: consuming ReplyStatus) {
         let node = nodes.node(id)
-        send(guarded(.allocate(zone(of: node)), request, at: .node(node)) { () throws(Errno) in
-            if let locked = handleDenial(request, handle: descriptor(handle), node: id, writing: true) { throw locked }
-            if mustClearSetIDBits(request) { try Self.dropSetIDBits(descriptor(handle)) }
-            try chargedAllocate(descriptor(handle), mode: mode, offset: offset, length: length) { () throws(Errno) in
-                try Backing.fallocate(descriptor(handle), mode: mode, offset: offset, length: length)
-            }
+        var subject = Subject.handle(descriptor(handle), of: node, .allocate(zone(of: node)), writing: true)
+        (subject.mode, subject.offset, subject.length) = (mode, offset, length)
+        send(checked(.fallocate, request, subject) { (_) throws(Errno) in
+            try Backing.fallocate(descriptor(handle), mode: mode, offset: offset, length: length)
         }, reply)
     }
 
@@ -130,15 +126,13 @@ extension SandboxFileSystem {
                               to destination: NodeID, handle destinationHandle: FileHandle, offset destinationOffset: off_t,
                               length: Int, flags: UInt32, reply: consuming ReplyWrite) {
         let target = nodes.node(destination)
-        send(guarded(.write(zone(of: target)), request, at: .node(target)) { () throws(Errno) in
-            if let locked = handleDenial(request, handle: descriptor(sourceHandle), node: source, writing: false)
-                ?? handleDenial(request, handle: descriptor(destinationHandle), node: destination, writing: true) { throw locked }
-            if mustClearSetIDBits(request) { try Self.dropSetIDBits(descriptor(destinationHandle)) }
-            return try chargedWrite(descriptor(destinationHandle), at: destinationOffset, length: length) { (allowed) throws(Errno) in
-                try Backing.copyFileRange(from: descriptor(sourceHandle), at: sourceOffset,
-                                          to: descriptor(destinationHandle), at: destinationOffset,
-                                          length: allowed, flags: flags)
-            }
+        var subject = Subject.handle(descriptor(destinationHandle), of: target, .write(zone(of: target)), writing: true)
+        subject.source = (descriptor(sourceHandle), source)
+        (subject.offset, subject.length) = (destinationOffset, off_t(length))
+        send(checked(.copyFileRange, request, subject) { (cleared) throws(Errno) in
+            try Backing.copyFileRange(from: descriptor(sourceHandle), at: sourceOffset,
+                                      to: descriptor(destinationHandle), at: destinationOffset,
+                                      length: cleared.length, flags: flags)
         }, reply)
     }
 

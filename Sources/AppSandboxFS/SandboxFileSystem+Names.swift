@@ -6,25 +6,22 @@ import SandboxPolicy
 import SystemPackage
 
 // Making, linking, renaming and removing names. Each goes through
-// `guarded` (decide, log a denial, change) and keeps the name tree as the
-// kernel will keep its entries.
+// `checked` (its checks in order, then its call) and keeps the name tree as
+// the kernel will keep its entries.
 extension SandboxFileSystem {
-    /// Makes an entry with `make` (mkdirat, mknodat or symlinkat, each of
-    /// which fails with EEXIST when the name is taken, so nothing that
-    /// someone else put there is touched), opens what it made (O_PATH, not
-    /// followed) and gives it to the caller through that descriptor, never
-    /// by name: the name may hold another file by then. The name must hold
-    /// an entry that looks just made (of `kind`, the driver's own, and not
-    /// a folder: one link), else EEXIST and the entry is left alone. If the
-    /// entry cannot be given to the caller it is removed again, if the name
-    /// still holds it: a file owned by root with the caller's mode must not
-    /// stay behind.
-    private func makeEntry(_ request: Request, parent: Node, name: UnsafePointer<CChar>, kind: mode_t, mode: mode_t = 0,
-                           _ make: () throws(Errno) -> Void) throws(Errno) -> Entry {
-        let fd = try parent.withFD { (folder) throws(Errno) -> FileDescriptor in
-            try charged(reserving: newEntrySpace, [folder], make)
-            return try Backing.openPath(in: folder, name)
-        }
+    /// Looks up the entry a request just made in `folder`, the descriptor
+    /// of `parent` (mkdirat, mknodat or symlinkat, each of which fails with
+    /// EEXIST when the name is taken, so nothing that someone else put
+    /// there is touched): opens it (O_PATH, not followed) and gives it to
+    /// the caller through that descriptor, never by name: the name may hold
+    /// another file by then. The name must hold an entry that looks just
+    /// made (of `kind`, the driver's own, and not a folder: one link), else
+    /// EEXIST and the entry is left alone. If the entry cannot be given to
+    /// the caller it is removed again, if the name still holds it: a file
+    /// owned by root with the caller's mode must not stay behind.
+    private func madeEntry(_ request: Request, parent: Node, folder: FileDescriptor, name: UnsafePointer<CChar>,
+                           kind: mode_t, mode: mode_t = 0) throws(Errno) -> Entry {
+        let fd = try Backing.openPath(in: folder, name)
         var attributes: stat
         do throws(Errno) {
             attributes = try Backing.stat(fd)
@@ -39,7 +36,7 @@ extension SandboxFileSystem {
                     }
                 }
             } catch {
-                removeAfterFailure(parent, name, made: attributes)
+                removeAfterFailure(folder, name, made: attributes)
                 throw error
             }
         } catch {
@@ -54,12 +51,9 @@ extension SandboxFileSystem {
 
     /// Removes an entry the driver just made for a request that fails, if
     /// the name still holds it (`made`): never what someone else put there.
-    private func removeAfterFailure(_ parent: Node, _ name: UnsafePointer<CChar>, made: stat) {
-        _ = try? parent.withFD { (folder) throws(Errno) in
-            let now = try Backing.stat(in: folder, name)
-            guard InodeKey(now) == InodeKey(made) else { return }
-            if now.st_mode & S_IFMT == S_IFDIR { try Backing.rmdir(in: folder, name) } else { try Backing.unlink(in: folder, name) }
-        }
+    private func removeAfterFailure(_ folder: FileDescriptor, _ name: UnsafePointer<CChar>, made: stat) {
+        guard let now = try? Backing.stat(in: folder, name), InodeKey(now) == InodeKey(made) else { return }
+        if now.st_mode & S_IFMT == S_IFDIR { try? Backing.rmdir(in: folder, name) } else { try? Backing.unlink(in: folder, name) }
     }
 
     /// Answers an entry; when the kernel did not take it, it holds no
@@ -83,54 +77,42 @@ extension SandboxFileSystem {
 
     public func mknod(_ request: Request, parent id: NodeID, name: FileName, mode: mode_t, device: dev_t, reply: consuming ReplyEntry) {
         let parent = nodes.node(id)
-        send(guarded(.create(in: zone(of: parent)), request, at: .child(parent, name.cString)) { () throws(Errno) in
-            if mode & S_IFMT == S_IFREG { _ = try createProtection(request, parent: parent, name: name.cString) }
-            let kind = mode & S_IFMT == 0 ? S_IFREG : mode & S_IFMT
-            return try makeEntry(request, parent: parent, name: name.cString, kind: kind, mode: mode) { () throws(Errno) in
-                try parent.withFD { (folder) throws(Errno) in try Backing.mknod(in: folder, name.cString, mode: mode, device: device) }
-            }
+        // A regular file is a file with a class (P3): judged as a create.
+        let checks: CheckedRequest = mode & S_IFMT == S_IFREG ? .create : .mknod
+        let kind = mode & S_IFMT == 0 ? S_IFREG : mode & S_IFMT
+        send(checked(checks, request, .name(name.cString, in: parent, .create(in: zone(of: parent)))) { (cleared) throws(Errno) in
+            try Backing.mknod(in: cleared.folder, name.cString, mode: mode, device: device)
+            return try madeEntry(request, parent: parent, folder: cleared.folder, name: name.cString, kind: kind, mode: mode)
         }, reply)
     }
 
     public func mkdir(_ request: Request, parent id: NodeID, name: FileName, mode: mode_t, reply: consuming ReplyEntry) {
         let parent = nodes.node(id)
-        send(guarded(.makeDirectory(in: zone(of: parent)), request, at: .child(parent, name.cString)) { () throws(Errno) in
-            try makeEntry(request, parent: parent, name: name.cString, kind: S_IFDIR) { () throws(Errno) in
-                try parent.withFD { (folder) throws(Errno) in try Backing.mkdir(in: folder, name.cString, mode: mode) }
-            }
+        send(checked(.mkdir, request, .name(name.cString, in: parent, .makeDirectory(in: zone(of: parent)))) { (cleared) throws(Errno) in
+            try Backing.mkdir(in: cleared.folder, name.cString, mode: mode)
+            return try madeEntry(request, parent: parent, folder: cleared.folder, name: name.cString, kind: S_IFDIR)
         }, reply)
     }
 
     public func symlink(_ request: Request, target: FileName, parent id: NodeID, name: FileName, reply: consuming ReplyEntry) {
         let parent = nodes.node(id)
-        let place = Place.child(parent, name.cString)
-        // The zone's verdict first (a link in the bundle fails EROFS,
-        // whatever its target), then E1: where the target will lead.
-        var verdict = SandboxPolicy.decide(.makeSymlink(in: zone(of: parent)))
-        if verdict == .allow {
-            verdict = escapeVerdict(target: nameBytes(target.cString), inFolder: parent, denial: EscapeCheck.escapingSymlinkDenial)
-        }
-        send(guarded(verdict, request, at: place) { () throws(Errno) in
-            try makeEntry(request, parent: parent, name: name.cString, kind: S_IFLNK) { () throws(Errno) in
-                try parent.withFD { (folder) throws(Errno) in try Backing.symlink(target.cString, in: folder, name.cString) }
-            }
+        var subject = Subject.name(name.cString, in: parent, .makeSymlink(in: zone(of: parent)))
+        subject.linkTarget = target.cString
+        send(checked(.symlink, request, subject) { (cleared) throws(Errno) in
+            try Backing.symlink(target.cString, in: cleared.folder, name.cString)
+            return try madeEntry(request, parent: parent, folder: cleared.folder, name: name.cString, kind: S_IFLNK)
         }, reply)
     }
 
     public func link(_ request: Request, node id: NodeID, newParent: NodeID, newName: FileName, reply: consuming ReplyEntry) {
         let node = nodes.node(id)
         let parent = nodes.node(newParent)
-        send(guarded(.link(source: zone(of: node), into: zone(of: parent)), request,
-                     at: .child(parent, newName.cString)) { () throws(Errno) in
-            try node.withFD { (fd) throws(Errno) in
-                try parent.withFD { (folder) throws(Errno) in
-                    // The file too: an O_TMPFILE file linked here is an
-                    // ordinary file from now on (Q1, Q2).
-                    try charged(reserving: newEntrySpace, [folder, fd]) { () throws(Errno) in
-                        try Backing.link(fd, in: folder, newName.cString)
-                    }
-                }
-            }
+        // The file is the subject's entry, so the capacity tracks it too: an
+        // O_TMPFILE file linked here is an ordinary file from now on (Q1, Q2).
+        var subject = Subject.name(newName.cString, in: parent, .link(source: zone(of: node), into: zone(of: parent)))
+        subject.entry = node
+        send(checked(.link, request, subject) { (cleared) throws(Errno) in
+            try Backing.link(cleared.file, in: cleared.folder, newName.cString)
             let (linked, attributes) = try lookupChild(parent, newName.cString)
             return entry(for: linked, stat: attributes)
         }, reply)
@@ -143,18 +125,13 @@ extension SandboxFileSystem {
     public func create(_ request: Request, parent id: NodeID, name: FileName, mode: mode_t, flags: OpenFlags,
                        reply: consuming ReplyCreate) {
         let parent = nodes.node(id)
-        let made = guarded(.create(in: zone(of: parent)), request, at: .child(parent, name.cString)) { () throws(Errno) in
-            let protection = try createProtection(request, parent: parent, name: name.cString)
-            let fd = try parent.withFD { (folder) throws(Errno) in
-                try charged(reserving: newEntrySpace, [folder]) { () throws(Errno) in
-                    try Self.exclusiveCreate(in: folder, name.cString, flags: flags, mode: mode)
-                }
-            }
-            recordCreationClass(protection, on: fd)
+        let made = checked(.create, request, .name(name.cString, in: parent, .create(in: zone(of: parent)))) { (cleared) throws(Errno) in
+            let fd = try Self.exclusiveCreate(in: cleared.folder, name.cString, flags: flags, mode: mode)
+            recordCreationClass(cleared.protection, on: fd)
             do throws(Errno) {
                 let chowned: Bool
                 do throws(Errno) { chowned = try giveToCaller(request, fd, folder: parent) } catch {
-                    if let made = try? Backing.stat(fd) { removeAfterFailure(parent, name.cString, made: made) }
+                    if let made = try? Backing.stat(fd) { removeAfterFailure(cleared.folder, name.cString, made: made) }
                     throw error
                 }
                 var (node, attributes) = try createdChild(parent, name.cString, open: fd)
@@ -162,7 +139,7 @@ extension SandboxFileSystem {
                     _ = try check { fchmod(fd.rawValue, mode & 0o7777) }
                     attributes = try Backing.stat(fd)
                 }
-                return (entry(for: node, stat: attributes), fd, protection)
+                return (entry(for: node, stat: attributes), fd, cleared.protection)
             } catch {
                 Backing.close(fd)
                 throw error
@@ -217,16 +194,12 @@ extension SandboxFileSystem {
     /// `link`.
     public func tmpfile(_ request: Request, parent id: NodeID, mode: mode_t, flags: OpenFlags, reply: consuming ReplyCreate) {
         let parent = nodes.node(id)
-        let made = guarded(.create(in: zone(of: parent)), request, at: .node(parent)) { () throws(Errno) in
-            let protection = protectionClass(of: parent)
-            if let denied = protectionDenial(.create, protection, request, at: .node(parent)) { throw denied }
-            let fd = try parent.withFD { (folder) throws(Errno) in
-                try charged(reserving: newEntrySpace, [folder]) { () throws(Errno) in
-                    try Backing.openTemporary(in: folder, flags: flags.rawValue, mode: mode)
-                }
-            }
+        // Judged as a create in the folder: the new file gets its class (P3).
+        let subject = Subject(operation: .create(in: zone(of: parent)), place: .node(parent), folder: parent)
+        let made = checked(.create, request, subject) { (cleared) throws(Errno) in
+            let fd = try Backing.openTemporary(in: cleared.folder, flags: flags.rawValue, mode: mode)
             do throws(Errno) {
-                recordCreationClass(protection, on: fd)
+                recordCreationClass(cleared.protection, on: fd)
                 let chowned = try giveToCaller(request, fd, folder: parent)
                 var attributes = try Backing.stat(fd)
                 if chowned && Self.lostSetIDBits(requested: mode, now: attributes) {
@@ -235,7 +208,7 @@ extension SandboxFileSystem {
                 }
                 let node = nodes.rememberUnnamed(fd: try Backing.reopen(fd, flags: Int32(asfs_O_PATH)), stat: attributes,
                                                  parent: parent)
-                return (entry(for: node, stat: attributes), fd, protection)
+                return (entry(for: node, stat: attributes), fd, cleared.protection)
             } catch {
                 Backing.close(fd)
                 throw error
@@ -246,26 +219,24 @@ extension SandboxFileSystem {
 
     public func unlink(_ request: Request, parent id: NodeID, name: FileName, reply: consuming ReplyStatus) {
         let parent = nodes.node(id)
-        remove(.unlink(entry: zone(ofChild: name.cString, in: parent)), request, parent: parent, name: name,
+        remove(.unlink, .unlink(entry: zone(ofChild: name.cString, in: parent)), request, parent: parent, name: name,
                call: Backing.unlink(in:_:), reply: reply)
     }
 
     public func rmdir(_ request: Request, parent id: NodeID, name: FileName, reply: consuming ReplyStatus) {
         let parent = nodes.node(id)
-        remove(.removeDirectory(entry: zone(ofChild: name.cString, in: parent)), request, parent: parent, name: name,
+        remove(.rmdir, .removeDirectory(entry: zone(ofChild: name.cString, in: parent)), request, parent: parent, name: name,
                call: Backing.rmdir(in:_:), reply: reply)
     }
 
     /// unlink and rmdir: the same steps around their one system call.
-    private func remove(_ operation: FileOperation, _ request: Request, parent: Node, name: FileName,
+    private func remove(_ checks: CheckedRequest, _ operation: FileOperation, _ request: Request, parent: Node, name: FileName,
                         call: (FileDescriptor, UnsafePointer<CChar>) throws(Errno) -> Void,
                         reply: consuming ReplyStatus) {
-        send(guarded(operation, request, at: .child(parent, name.cString)) { () throws(Errno) in
+        send(checked(checks, request, .name(name.cString, in: parent, operation)) { (cleared) throws(Errno) in
             let entry = NodeName(name.cString)
-            try parent.withFD { (folder) throws(Errno) in
-                nodes.keepIfLastName(entry, in: parent, folder: folder, name.cString)
-                try charged(removing: name.cString, in: folder) { () throws(Errno) in try call(folder, name.cString) }
-            }
+            nodes.keepIfLastName(entry, in: parent, folder: cleared.folder, name.cString)
+            try call(cleared.folder, name.cString)
             nodes.removed(entry, in: parent)
         }, reply)
     }
@@ -300,16 +271,13 @@ extension SandboxFileSystem {
                 ? .renameLeavingWhiteout(entry: moved, from: folder, into: into, replacing: replacing)
                 : .rename(entry: moved, into: into, replacing: replacing)
         }
-        send(guarded(operation, request, at: .child(parent, name.cString)) { () throws(Errno) in
-            try parent.withFD { (from) throws(Errno) in
-                try newParent.withFD { (to) throws(Errno) in
-                    try chargedRename(from: from, to: to, newName: newName.cString, sameFolder: newParent === parent,
-                                      flags: flags) { () throws(Errno) in
-                        try backingRename(from: from, name.cString, to: to, newName.cString, target: target,
-                                          in: newParent, flags: flags)
-                    }
-                }
-            }
+        // The capacity reserves a new entry at `newName` in `newParent`, and
+        // frees the file it may replace (Q2).
+        let subject = Subject(operation: operation, place: .child(parent, name.cString), folder: parent, destination: newParent,
+                              name: newName.cString, renameFlags: flags)
+        send(checked(.rename, request, subject) { (cleared) throws(Errno) in
+            try backingRename(from: cleared.folder, name.cString, to: cleared.destination, newName.cString, target: target,
+                              in: newParent, flags: flags)
             // Nodes below a moved folder derive their zone through it: the
             // tree needs only the one move.
             nodes.renamed(source, in: parent, to: target, in: newParent, exchange: flags.contains(.exchange))

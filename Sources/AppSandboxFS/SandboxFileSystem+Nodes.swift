@@ -42,41 +42,40 @@ extension SandboxFileSystem {
         // folders (S3). Where an owner change is allowed, ext4 and the VFS
         // update the ctime for it (W1, pjdfstest chown/00.t): so do we.
         let judged = change.isEmpty ? AttributeChange.owner : change
-        let verdict = Self.isKernelTimeFlush(change, node: node)
-            ? Verdict.allow : SandboxPolicy.decide(.setAttributes(zone(of: node), judged))
-        let touchesCtime = change.isEmpty && verdict == .allow
-        send(guarded(verdict, request, at: .node(node)) { () throws(Errno) in
-            if changes.size != nil, let locked = sizeChangeDenial(request, handle: handle, node: node) { throw locked }
-            // An open handle is the better target: it works after chmod 0
-            // and for files that were unlinked while open.
-            let openFD = handle.map { descriptor($0) }
-            return try node.withFD { (nodeFD) throws(Errno) in
-                if touchesCtime { try Backing.chown(nodeFD, uid: uid_t.max, gid: gid_t.max) }
-                if let mode = changes.mode {
-                    if let openFD { _ = try check { fchmod(openFD.rawValue, mode) } } else { try Backing.chmod(nodeFD, mode: mode) }
-                }
-                if changes.uid != nil || changes.gid != nil {
-                    try Backing.chown(nodeFD, uid: changes.uid ?? uid_t.max, gid: changes.gid ?? gid_t.max)
-                }
-                if let size = changes.size {
-                    try charged([nodeFD]) { () throws(Errno) in
-                        if let openFD { _ = try check { ftruncate(openFD.rawValue, size) } } else { try Backing.truncate(nodeFD, size: size) }
-                    }
-                    if changes.mode == nil && mustClearSetIDBits(request) {
-                        if let openFD { try Self.dropSetIDBits(openFD) } else { try Self.dropSetIDBits(node: nodeFD) }
-                    }
-                }
-                if changes.accessTime != nil || changes.modificationTime != nil {
-                    let times = (Self.timespec(changes.accessTime), Self.timespec(changes.modificationTime))
-                    if let openFD {
-                        var pair = [times.0, times.1]
-                        _ = try check { futimens(openFD.rawValue, &pair) }
-                    } else {
-                        try Backing.setTimes(nodeFD, times, isSymlink: node.isSymlink)
-                    }
-                }
-                return try Backing.stat(nodeFD)
+        let kind: CheckedRequest = Self.isKernelTimeFlush(change, node: node) ? .flushTimes
+            : changes.size == nil ? .setAttributes : handle == nil ? .truncate : .ftruncate
+        let touchesCtime = change.isEmpty
+        // An open handle is the better target: it works after chmod 0
+        // and for files that were unlinked while open.
+        let openFD = handle.map { descriptor($0) }
+        var subject = Subject.entry(node, kind == .flushTimes ? nil : .setAttributes(zone(of: node), judged), writing: true)
+        if let openFD { subject.handle = (openFD, id) }
+        send(checked(kind, request, subject) { (cleared) throws(Errno) in
+            let nodeFD = cleared.file
+            if touchesCtime { try Backing.chown(nodeFD, uid: uid_t.max, gid: gid_t.max) }
+            if let mode = changes.mode {
+                if let openFD { _ = try check { fchmod(openFD.rawValue, mode) } } else { try Backing.chmod(nodeFD, mode: mode) }
             }
+            if changes.uid != nil || changes.gid != nil {
+                try Backing.chown(nodeFD, uid: changes.uid ?? uid_t.max, gid: changes.gid ?? gid_t.max)
+            }
+            if let size = changes.size {
+                if let openFD { _ = try check { ftruncate(openFD.rawValue, size) } } else { try Backing.truncate(nodeFD, size: size) }
+                // The truncation's own effect, after it as on ext4 (W1).
+                if changes.mode == nil && mustClearSetIDBits(request) {
+                    if let openFD { try Self.dropSetIDBits(openFD) } else { try Self.dropSetIDBits(node: nodeFD) }
+                }
+            }
+            if changes.accessTime != nil || changes.modificationTime != nil {
+                let times = (Self.timespec(changes.accessTime), Self.timespec(changes.modificationTime))
+                if let openFD {
+                    var pair = [times.0, times.1]
+                    _ = try check { futimens(openFD.rawValue, &pair) }
+                } else {
+                    try Backing.setTimes(nodeFD, times, isSymlink: node.isSymlink)
+                }
+            }
+            return try Backing.stat(nodeFD)
         }, reply)
     }
 
@@ -115,9 +114,8 @@ extension SandboxFileSystem {
             let target = buffer[0..<count].map { UInt8(bitPattern: $0) }
             let folder = nodes.parent(of: node) ?? nodes.root
             let verdict = escapeVerdict(target: target, inFolder: folder, denial: EscapeCheck.escapingReadlinkDenial)
-            if case .deny(let denial, let operation) = verdict {
-                denials.record(pid: request.caller.pid, operation: operation, path: mountPath(.node(node)))
-                reply.error(Errno(rawValue: denial.errno))
+            if let refused = refusal(verdict, request, at: .node(node)) {
+                reply.error(refused)
                 return
             }
             reply.target(buffer)

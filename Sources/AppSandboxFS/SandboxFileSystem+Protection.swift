@@ -4,8 +4,9 @@ import Glibc
 import SandboxPolicy
 import SystemPackage
 
-// Data protection (P1-P9): what each handler asks before it touches content.
-// The handlers call these in a line or two; the decisions come from
+// Data protection (P1-P9): what a request is asked before it touches
+// content. The checks combinator (`checked`) calls these where a request's
+// list names `.protection`; the decisions come from
 // `ProtectionPolicy` (SandboxPolicy/ProtectionTable.swift), the device state
 // and open handles from `DataProtection`.
 extension SandboxFileSystem {
@@ -108,27 +109,6 @@ extension SandboxFileSystem {
         guard let handle = dataProtection.protection(ofHandle: fd) else { return nil }
         if path == .pageCache && (writing || handle.directIO) { return nil }
         return protectionDenial(.descriptorIO, handle.protection, request, at: .node(nodes.node(id)), writing: writing)
-    }
-
-    /// Opening an existing file: its class, or the refusal.
-    func openProtection(_ request: Request, node: Node, writing: Bool) throws(Errno) -> ProtectionClass {
-        let protection = protectionClass(of: node)
-        if let denied = protectionDenial(.open, protection, request, at: .node(node), writing: writing) { throw denied }
-        return protection
-    }
-
-    /// Creating a regular file in `parent`: the class it will have, or the refusal.
-    func createProtection(_ request: Request, parent: Node, name: UnsafePointer<CChar>) throws(Errno) -> ProtectionClass {
-        let protection = protectionClass(of: parent)
-        if let denied = protectionDenial(.create, protection, request, at: .child(parent, name)) { throw denied }
-        return protection
-    }
-
-    /// A setattr of the size: through the handle (ftruncate) it is I/O on
-    /// it; by path (truncate) it is an open in disguise.
-    func sizeChangeDenial(_ request: Request, handle: FileHandle?, node: Node) -> Errno? {
-        if let handle { return handleDenial(request, handle: descriptor(handle), node: node.id, writing: true) }
-        return protectionDenial(.truncate, protectionClass(of: node), request, at: .node(node))
     }
 
     // MARK: Open handles

@@ -16,21 +16,36 @@ extension SandboxFileSystem {
 
     private func isSystemNamespace(_ name: [UInt8]) -> Bool { name.starts(with: "system.".utf8) }
 
+    /// X6 and Linux's own rules for an attribute's name (`Check.attributeName`):
+    /// `system.` names (and SELinux's, for a setxattr) are ENOTSUP, never
+    /// ENOSYS; `trusted.` and `security.` names are root's (EPERM); a
+    /// symbolic link holds none, as on ext4 (EPERM to set, ENODATA to remove).
+    func attributeNameRefusal(_ name: UnsafePointer<CChar>, onSymlink: Bool, _ request: Request, removing: Bool) -> Errno? {
+        let visible = nameBytes(name)
+        if isSystemNamespace(visible) || (!removing && strcmp(name, Self.selinuxName) == 0) { return .notSupported }
+        if privilegedNamespace(visible) && request.caller.uid != 0 { return .notPermitted }
+        if onSymlink { return removing ? .noData : .notPermitted }
+        return nil
+    }
+
     public func setxattr(_ request: Request, node id: NodeID, name: FileName, value: UnsafeRawBufferPointer, flags: XattrFlags,
                          reply: consuming ReplyStatus) {
         let node = nodes.node(id)
-        send(guarded(.setExtendedAttribute(zone(of: node)), request, at: .node(node)) { () throws(Errno) in
-            let visible = nameBytes(name.cString)
-            if isSystemNamespace(visible) || strcmp(name.cString, Self.selinuxName) == 0 { throw .notSupported }
-            if privilegedNamespace(visible) && request.caller.uid != 0 { throw .notPermitted }
+        let visible = nameBytes(name.cString)
+        // The class is no backing attribute: its change holds no descriptor
+        // and reserves nothing, and judges itself further (P1, P2, F1).
+        let isClass = ProtectionXattrs.isProtectionName(visible)
+        let subject = Subject.attribute(name.cString, of: node, .setExtendedAttribute(zone(of: node)), holdingEntry: !isClass)
+        if isClass {
+            send(checked(.setProtectionClass, request, subject) { (_) throws(Errno) in
+                try setProtectionClass(request, node, name: visible, value: value, flags: flags)
+            }, reply)
+            return
+        }
+        send(checked(.setxattr, request, subject) { (cleared) throws(Errno) in
             if strcmp(name.cString, Self.capabilityName) == 0 { node.hasNoCapability = false }
-            // ext4 refuses user attributes on symbolic links.
-            if node.isSymlink { throw .notPermitted }
-            if ProtectionXattrs.isProtectionName(visible) { return try setProtectionClass(request, node, name: visible, value: value, flags: flags) }
             try withCName(XattrNames.backingName(for: visible)) { (backing) throws(Errno) in
-                try node.withFD { (fd) throws(Errno) in
-                    try charged(reserving: newEntrySpace, [fd]) { () throws(Errno) in try Backing.setxattr(fd, backing, value, flags: flags.rawValue) }
-                }
+                try Backing.setxattr(cleared.file, backing, value, flags: flags.rawValue)
             }
         }, reply)
     }
@@ -125,16 +140,18 @@ extension SandboxFileSystem {
 
     public func removexattr(_ request: Request, node id: NodeID, name: FileName, reply: consuming ReplyStatus) {
         let node = nodes.node(id)
-        send(guarded(.removeExtendedAttribute(zone(of: node)), request, at: .node(node)) { () throws(Errno) in
-            let visible = nameBytes(name.cString)
-            if isSystemNamespace(visible) { throw .notSupported }
-            if privilegedNamespace(visible) && request.caller.uid != 0 { throw .notPermitted }
-            if node.isSymlink { throw .noData }
-            if ProtectionXattrs.isProtectionName(visible) { return try removeProtectionClass(request, node, name: visible) }
+        let visible = nameBytes(name.cString)
+        let isClass = ProtectionXattrs.isProtectionName(visible)
+        let subject = Subject.attribute(name.cString, of: node, .removeExtendedAttribute(zone(of: node)), holdingEntry: !isClass)
+        if isClass {
+            send(checked(.removeProtectionClass, request, subject) { (_) throws(Errno) in
+                try removeProtectionClass(request, node, name: visible)
+            }, reply)
+            return
+        }
+        send(checked(.removexattr, request, subject) { (cleared) throws(Errno) in
             try withCName(XattrNames.backingName(for: visible)) { (backing) throws(Errno) in
-                try node.withFD { (fd) throws(Errno) in
-                    try charged([fd]) { () throws(Errno) in try Backing.removexattr(fd, backing) }
-                }
+                try Backing.removexattr(cleared.file, backing)
             }
         }, reply)
     }

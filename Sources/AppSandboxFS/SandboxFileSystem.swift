@@ -126,34 +126,8 @@ public final class SandboxFileSystem: FileSystemOperations {
         settings.timeGranularity = 1
     }
 
-    // MARK: Rule checks
-
-    /// Where a change happens, for its denial line: a node, or a name in a folder.
-    enum Place {
-        case node(Node)
-        case child(Node, UnsafePointer<CChar>)
-    }
-
-    /// The one path of every change: ask the policy; on a denial log it
-    /// (the path is derived from the tree only then) and answer the rule's
-    /// errno, touching nothing; else make the change, whose errors come back
-    /// as they are.
-    @inline(__always)
-    func guarded<T>(_ operation: FileOperation, _ request: Request, at place: Place,
-                    _ change: () throws(Errno) -> T) -> Result<T, Errno> {
-        guarded(SandboxPolicy.decide(operation), request, at: place, change)
-    }
-
-    /// The same for a verdict already taken (the escape check's).
-    @inline(__always)
-    func guarded<T>(_ verdict: Verdict, _ request: Request, at place: Place,
-                    _ change: () throws(Errno) -> T) -> Result<T, Errno> {
-        if case .deny(let denial, let sandboxOperation) = verdict {
-            denials.record(pid: request.caller.pid, operation: sandboxOperation, path: mountPath(place))
-            return .failure(Errno(rawValue: denial.errno))
-        }
-        return Result(catching: change)
-    }
+    // The checks of each request, and the one path through them: `checked`
+    // (SandboxFileSystem+Checks.swift).
 
     func entry(for node: Node, stat: stat) -> Entry {
         Entry(node: node.id, stat: stat, attributeTimeout: configuration.attributeTimeout,
@@ -268,7 +242,7 @@ func nameBytes(_ name: UnsafePointer<CChar>) -> [UInt8] {
     Array(UnsafeRawBufferPointer(start: name, count: strlen(name)))
 }
 
-// Answering a guarded change's result.
+// Answering a checked request's result.
 extension SandboxFileSystem {
     func send(_ result: Result<Void, Errno>, _ reply: consuming ReplyStatus) {
         switch result {

@@ -19,6 +19,10 @@
 // walks them as the kernel will, reading links through the driver.
 // Reads are never judged: they are always allowed.
 //
+// Which of these checks a request passes, with data protection (P6, P7) and
+// the capacity (Q2), and in which order, is declared once per request:
+// `CheckedRequest.checks` (RequestChecks.swift).
+//
 // No I/O and no FUSE here, so every cell of the table is unit-tested.
 
 /// The sandbox's decisions.

@@ -129,6 +129,39 @@ struct LockScreenTests {
         }
     }
 
+    /// The order of a request's checks (SandboxPolicy/RequestChecks.swift):
+    /// the zone answers before data protection. A class A file and folder in
+    /// the Inbox (classes stored in the backing directory: the Inbox refuses
+    /// setting one, I4).
+    @Test("I4 before P6: while locked, an Inbox class A file's open for writing and a create in a class A Inbox folder are I4's EPERM with a Sandbox line and no DataProtection line; its open for reading is P6's")
+    func inboxAnswersBeforeProtection() throws {
+        try withMountedContainer(prepare: { backing in
+            try makeDirectory(backing + "/Documents/Inbox/vault")
+            try writeFile(backing + "/Documents/Inbox/a.txt", "a")
+            for path in [backing + "/Documents/Inbox/a.txt", backing + "/Documents/Inbox/vault"] {
+                #expect(RulesSys.setxattr(path, "user.appsandboxfs.NSFileProtectionKey", Array(classA.utf8)) == 0)
+            }
+        }) { m in
+            let inbox = m.documents + "/Inbox"
+            #expect(Protect.classOf(inbox + "/a.txt") == classA)
+            m.lock()
+            #expect(Protect.open(inbox + "/a.txt", O_WRONLY).outcome == "EPERM")
+            #expect(Protect.open(inbox + "/vault/new.txt", O_WRONLY | O_CREAT).outcome == "EPERM")
+            #expect(access(inbox + "/vault/new.txt", F_OK) != 0)
+            let sandbox = m.denialLines().filter { $0.hasPrefix("Sandbox: ") }
+            #expect(sandbox.count == 2, "\(sandbox)")
+            #expect(sandbox.contains { $0.hasSuffix("deny(1) file-write-data \(inbox)/a.txt") }, "\(sandbox)")
+            #expect(sandbox.contains { $0.hasSuffix("deny(1) file-write-create \(inbox)/vault/new.txt") }, "\(sandbox)")
+            #expect(m.protectionLines().isEmpty, "\(m.protectionLines())")
+            // Reading is not the Inbox's to refuse (I1): P6 answers.
+            #expect(Protect.open(inbox + "/a.txt", O_RDONLY).outcome == "EPERM")
+            let lines = m.protectionLines()
+            #expect(lines.count == 1 && lines[0].hasSuffix("deny(1) file-read-data \(inbox)/a.txt NSFileProtectionComplete locked"),
+                    "\(lines)")
+            m.unlock()
+        }
+    }
+
     @Test("P6 a class A descriptor opened before lock works during the grace, then fails (read, write, fsync, fallocate, ftruncate), and works again after unlock")
     func classADescriptorAfterGrace() throws {
         try withMountedContainer { m in

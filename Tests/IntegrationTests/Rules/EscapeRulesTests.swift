@@ -50,6 +50,24 @@ struct EscapeRulesTests {
         }
     }
 
+    /// The order of a request's checks (SandboxPolicy/RequestChecks.swift):
+    /// the zone answers before the escape check and the attribute-name
+    /// rules, so the bundle's EROFS wins and only its line is written.
+    @Test("B2 before E1 and X6: in the bundle an escaping symlink and a system. attribute are EROFS, one line each")
+    func zoneAnswersFirst() throws {
+        try withRulesContainer { m in
+            m.expectDenial("symlink in the bundle -> /etc", EROFS, "file-write-create", at: m.bundle + "/out") {
+                RulesSys.symlink("/etc", m.bundle + "/out")
+            }
+            m.expectDenial("symlink in the bundle -> ../..", EROFS, "file-write-create", at: m.bundle + "/up") {
+                RulesSys.symlink("../..", m.bundle + "/up")
+            }
+            m.expectDenial("setxattr system. in the bundle", EROFS, "file-write-xattr", at: m.bundle) {
+                RulesSys.setxattr(m.bundle, "system.x", [1])
+            }
+        }
+    }
+
     @Test("E1 a symlink that stays inside works: relative within the container, and absolute under the mountpoint")
     func insideSymlinksWork() throws {
         try withRulesContainer(prepare: { backing in
