@@ -85,3 +85,13 @@ struct DeviceArgument {
         return app
     }
 }
+
+/// The arguments of a verb acting on one app of a mounted device (launch,
+/// suspend, resume): the device's mountpoint, then the app's bundle id.
+struct LaunchedAppArguments: ParsableArguments {
+    @Argument(help: "The mountpoint of a mounted device.")
+    var device: String
+
+    @Argument(help: "The app's bundle id.")
+    var bundleID: String
+}

@@ -29,11 +29,7 @@ struct LaunchCommand: ParsableCommand {
               appsandboxfs launch /mnt/phone com.example.notes --user 501 -- --verbose
             """)
 
-    @Argument(help: "The mountpoint of a mounted device.")
-    var device: String
-
-    @Argument(help: "The app's bundle id.")
-    var bundleID: String
+    @OptionGroup var app: LaunchedAppArguments
 
     @Option(help: ArgumentHelp("Run as this user (and group; default: the user's number). An app on a device runs as 501.",
                                valueName: "uid[:gid]"))
@@ -47,7 +43,8 @@ struct LaunchCommand: ParsableCommand {
     }
 
     func run() throws {
-        let device = try DeviceArgument(self.device)
+        let device = try DeviceArgument(self.app.device)
+        let bundleID = self.app.bundleID
         guard MountTable.entry(at: device.path) != nil else {
             throw Failure("\(device.path): not a mounted device (mount it first: appsandboxfs mount \(device.backing) MOUNTPOINT); nothing was run")
         }

@@ -26,14 +26,11 @@ struct SuspendCommand: ParsableCommand {
               appsandboxfs suspend /mnt/phone com.example.notes; echo $?
             """)
 
-    @Argument(help: "The mountpoint of a mounted device.")
-    var device: String
-
-    @Argument(help: "The app's bundle id.")
-    var bundleID: String
+    @OptionGroup var app: LaunchedAppArguments
 
     func run() throws {
-        let device = try DeviceArgument(self.device)
+        let device = try DeviceArgument(self.app.device)
+        let bundleID = self.app.bundleID
         let launches = Launches.live(backing: device.backing, bundleID: bundleID)
         guard !launches.isEmpty else { throw Failure("\(device.path): \(bundleID) is not launched; nothing was suspended") }
         // Stopped first, then looked at: a lock taken while the check ran
@@ -66,14 +63,11 @@ struct ResumeCommand: ParsableCommand {
               appsandboxfs resume /mnt/phone com.example.notes
             """)
 
-    @Argument(help: "The mountpoint of a mounted device.")
-    var device: String
-
-    @Argument(help: "The app's bundle id.")
-    var bundleID: String
+    @OptionGroup var app: LaunchedAppArguments
 
     func run() throws {
-        let device = try DeviceArgument(self.device)
+        let device = try DeviceArgument(self.app.device)
+        let bundleID = self.app.bundleID
         let suspended = Launches.live(backing: device.backing, bundleID: bundleID).filter(\.suspended)
         guard !suspended.isEmpty else { throw Failure("\(device.path): \(bundleID) is not suspended") }
         try Launches.setSuspended(false, suspended)
