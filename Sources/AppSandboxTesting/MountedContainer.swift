@@ -79,6 +79,9 @@ public final class MountedContainer: Sendable {
         /// place (the Inbox included, which the mount does not let a process
         /// write).
         public var prepare: (@Sendable (_ backing: String) throws -> Void)?
+        /// Marks the end of each phase of the mount and the teardown
+        /// (bench/FixtureBench).
+        @_spi(Bench) public var trace: FixtureTrace?
 
         public init(
             appName: String? = nil,
@@ -363,6 +366,7 @@ public final class MountedContainer: Sendable {
         // process; when it cannot, one line on standard error says so, F2).
         FoundationBridge.install()
         #endif
+        options.trace?.mark("Foundation bridge")
         if options.inProcess {
             if options.capacity != nil || !options.extraArguments.isEmpty {
                 throw FixtureError("Options.inProcess: capacity and extraArguments are options of the appsandboxfs program; mount without inProcess to use them")
@@ -405,6 +409,7 @@ public final class MountedContainer: Sendable {
             guard fd >= 0 else { throw FixtureError("\(file): \(errorText(errno))") }
             close(fd)
         }
+        options.trace?.mark("container laid out")
 
         let driver = try startDriver(arguments, backing: backing, mountpoint: mountpoint, appName: appName, root: root,
                                      options: options)
@@ -441,6 +446,7 @@ public final class MountedContainer: Sendable {
             // Woken by the next change of the mount table (5 ms at most).
             mountTable.wait(milliseconds: 5)
         }
+        options.trace?.mark("driver program mounted")
         return driver
     }
 
@@ -503,8 +509,10 @@ public final class MountedContainer: Sendable {
         guard first else { return nil }
         var problems: [String] = []
         var earlyExit = driver.exitStatus
-        if earlyExit == nil && (driver.hasExited || MountTable.isStale(mountpoint)) {
+        if earlyExit == nil && driver.hasExited {
             // The driver died a moment ago (its threads may still be ending).
+            // (A mount goes stale, ENOTCONN, only once its driver's end of
+            // /dev/fuse is closed: as it dies, not while it serves.)
             earlyExit = driver.waitForExit(timeout: 5)
         }
         let expected = exitExpected.withLock { $0 }
@@ -512,7 +520,11 @@ public final class MountedContainer: Sendable {
             problems.append("appsandboxfs ended during the test (status \(earlyExit))")
         }
         var clean = earlyExit == nil
-        if isMounted && (earlyExit == nil || expected) && !MountTable.isStale(mountpoint) {
+        options.trace?.mark("checks before the unmount")
+        // The mount table is read as few times as the outcome needs: each
+        // read is the whole table, which costs more than the umount2.
+        var mounted = isMounted
+        if mounted && (earlyExit == nil || (expected && !MountTable.isStale(mountpoint))) {
             var result = Self.unmountCommand(mountpoint)
             // A descriptor closed a moment ago may still hold the mount.
             var tries = 0
@@ -521,12 +533,14 @@ public final class MountedContainer: Sendable {
                 tries += 1
                 result = Self.unmountCommand(mountpoint)
             }
-            if isMounted {
+            mounted = isMounted
+            if mounted {
                 clean = false
                 problems.append("unmounting \(mountpoint) failed: \(result.standardError.trimmingCharacters(in: .whitespacesAndNewlines)) (a file or working folder still open in it?); stopped the driver instead")
                 driver.signal(SIGTERM)
             }
         }
+        options.trace?.mark("umount")
         if driver.waitForExit(timeout: options.unmountTimeout) == nil {
             problems.append("appsandboxfs did not end within \(options.unmountTimeout) s of the unmount; killed it")
             driver.signal(SIGKILL)
@@ -534,13 +548,19 @@ public final class MountedContainer: Sendable {
         } else if clean, let status = driver.exitStatus, status != 0 {
             problems.append("appsandboxfs ended with status \(status) at the unmount")
         }
-        if isMounted { Self.lazyUnmount(mountpoint) }
+        options.trace?.mark("serving ended, tmp emptied")
+        if mounted {
+            Self.lazyUnmount(mountpoint)
+            mounted = isMounted
+        }
         driver.releaseWatcher()
-        if isMounted {
+        options.trace?.mark("watcher released")
+        if mounted {
             problems.append("\(mountpoint) is still mounted; left \(root) in place")
         } else if !options.keepFiles {
             Self.removeTree(root)
         }
+        options.trace?.mark("folder removed")
         guard !problems.isEmpty else { return nil }
         return problems.joined(separator: "; ") + "\nThe driver's last lines:\n" + lastLines(driverLog)
     }

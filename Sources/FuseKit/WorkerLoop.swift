@@ -1,6 +1,8 @@
 import CFuse
 import CLinux
 import Glibc
+import Locking
+import Synchronization
 
 /// The session's multi-threaded loop: a fixed set of worker threads, each
 /// reading requests from /dev/fuse into a buffer of its own and serving them.
@@ -36,27 +38,14 @@ struct WorkerLoop {
         sem_init(finished, 0, 0)
         defer { sem_destroy(finished); finished.deallocate() }
 
-        // Workers start with every signal blocked (SIGTERM and the others
-        // go to the coordinator, whose waits they interrupt), then let the
-        // wake signal in.
-        var all = sigset_t(), saved = sigset_t()
-        sigfillset(&all)
-        pthread_sigmask(SIG_SETMASK, &all, &saved)
-        var workers: [(thread: pthread_t, context: Unmanaged<WorkerContext>)] = []
-        for _ in 0..<max(1, threadCount) {
-            let context = Unmanaged.passRetained(WorkerContext(session: session, wakeSignal: wake, finished: finished,
-                                                                privateUmask: privateUmask))
-            var thread = pthread_t()
-            guard pthread_create(&thread, nil, workerMain, context.toOpaque()) == 0 else {
-                context.release()
-                break
-            }
-            workers.append((thread, context))
-        }
-        pthread_sigmask(SIG_SETMASK, &saved, nil)
-        if workers.isEmpty {
-            return -EAGAIN
-        }
+        // One worker to start with; each worker that takes a request when no
+        // other is idle starts the next, up to `threadCount` (as libfuse's
+        // own loop does). A mount that serves one caller at a time (a test's
+        // container) starts two threads, not `threadCount`: each thread
+        // started and joined showed in a test fixture's life.
+        let pool = WorkerPool(session: session, wakeSignal: wake, finished: finished, privateUmask: privateUmask,
+                              limit: max(1, threadCount))
+        guard pool.startWorker() else { return -EAGAIN }
 
         var done = 0
         // A signal sent to the process normally lands here (the workers
@@ -66,6 +55,7 @@ struct WorkerLoop {
             if wait(finished, milliseconds: 250) { done += 1 }
         }
         fuse_session_exit(session)
+        let workers = pool.close()
         // A worker may be between its check of the flag and its read when
         // the signal comes: signal again until every worker has returned.
         while done < workers.count {
@@ -99,20 +89,80 @@ struct WorkerLoop {
     }
 }
 
-/// What one worker thread needs; handed over as its start argument.
-private final class WorkerContext {
+/// The session's workers: started one at a time as requests need them, up
+/// to a limit, and handed to the coordinator to be joined once the loop ends.
+private final class WorkerPool {
     let session: OpaquePointer
     let wakeSignal: Int32
     let finished: UnsafeMutablePointer<sem_t>
     let privateUmask: Bool
-    /// Written by the worker, read by the coordinator after the join.
-    var failure: Int32 = 0
+    private let limit: Int
+    /// Workers waiting for a request.
+    private let idle = Atomic<Int>(0)
+    private let workers = Locked<(started: [(thread: pthread_t, context: Unmanaged<WorkerContext>)], closed: Bool)>(([], false))
 
-    init(session: OpaquePointer, wakeSignal: Int32, finished: UnsafeMutablePointer<sem_t>, privateUmask: Bool) {
+    init(session: OpaquePointer, wakeSignal: Int32, finished: UnsafeMutablePointer<sem_t>, privateUmask: Bool, limit: Int) {
         self.session = session
         self.wakeSignal = wakeSignal
         self.finished = finished
         self.privateUmask = privateUmask
+        self.limit = limit
+    }
+
+    /// Starts a worker unless the limit is reached or the loop is ending.
+    /// It starts with every signal blocked (SIGTERM and the others go to
+    /// the coordinator, whose waits they interrupt), then lets the wake
+    /// signal in.
+    @discardableResult
+    func startWorker() -> Bool {
+        workers.withLock { workers in
+            guard !workers.closed, workers.started.count < limit else { return false }
+            var all = sigset_t(), saved = sigset_t()
+            sigfillset(&all)
+            pthread_sigmask(SIG_SETMASK, &all, &saved)
+            defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
+            let context = Unmanaged.passRetained(WorkerContext(pool: self))
+            var thread = pthread_t()
+            guard pthread_create(&thread, nil, workerMain, context.toOpaque()) == 0 else {
+                context.release()
+                return false
+            }
+            idle.add(1, ordering: .relaxed)
+            workers.started.append((thread, context))
+            return true
+        }
+    }
+
+    /// A worker took a request: the last idle one starts another.
+    func busy() {
+        if idle.subtract(1, ordering: .relaxed).newValue == 0 { startWorker() }
+    }
+
+    func ready() {
+        idle.add(1, ordering: .relaxed)
+    }
+
+    /// No worker starts after this; the ones that did, to be joined.
+    func close() -> [(thread: pthread_t, context: Unmanaged<WorkerContext>)] {
+        workers.withLock { workers in
+            workers.closed = true
+            return workers.started
+        }
+    }
+}
+
+/// What one worker thread needs; handed over as its start argument.
+private final class WorkerContext {
+    let pool: WorkerPool
+    var session: OpaquePointer { pool.session }
+    var wakeSignal: Int32 { pool.wakeSignal }
+    var finished: UnsafeMutablePointer<sem_t> { pool.finished }
+    var privateUmask: Bool { pool.privateUmask }
+    /// Written by the worker, read by the coordinator after the join.
+    var failure: Int32 = 0
+
+    init(pool: WorkerPool) {
+        self.pool = pool
     }
 
     func serve() {
@@ -146,8 +196,10 @@ private final class WorkerContext {
             // 0: the mount is gone (ENODEV; libfuse has set the exit flag)
             // or the session was asked to exit while reading.
             if received <= 0 { break }
+            pool.busy()
             if buffer.flags.rawValue & FUSE_BUF_IS_FD.rawValue == 0 { TmpfileRequest.mapToCreate(buffer.mem, length: Int(received)) }
             fuse_session_process_buf(session, &buffer)
+            pool.ready()
         }
         free(buffer.mem)
         sem_post(finished)
