@@ -554,8 +554,11 @@ DEFAULT_SYSTEMS = ["native", "passthrough_ll", "bindfs", "appsandboxfs", "appsan
 # --------------------------------------------------------------------------
 # Fixture lives: bindfs's and appsandboxfs's three kinds, interleaved
 
-# The kinds of life, in the order of the table's columns.
-FIXTURE_KINDS = ("bindfs", "in-process", "driver program", "command line")
+# The kinds of life, in the order of the table's columns; "start" is no
+# life but one start of the program alone (`appsandboxfs --version`), of
+# which the command line's life has three (init, mount, unmount; mount
+# forks the driver).
+FIXTURE_KINDS = ("bindfs", "in-process", "driver program", "command line", "start")
 # Goals (issue 29), as a multiple of bindfs's life.
 FIXTURE_GOALS = {"in-process": 2.0, "command line": 6.0}
 
@@ -603,6 +606,17 @@ def bindfs_life(folder, tools):
     end = clock.mark("rm -r")
     return {"life": end - clock.start, "mount": mounted - clock.start, "write": wrote - mounted,
             "unmount": end - wrote, **clock.phases}
+
+
+def program_start(folder, tools):
+    """`appsandboxfs --version` and `/bin/true`: what one start of the
+    program costs, next to the least any program's start costs."""
+    clock = Clock()
+    run(tools["appsandboxfs"], "--version", stdout=subprocess.DEVNULL)
+    end = clock.mark("appsandboxfs --version")
+    run("/bin/true")
+    clock.mark("/bin/true")
+    return {"life": end - clock.start, **clock.phases}
 
 
 def command_line_life(folder, tools):
@@ -670,6 +684,8 @@ def fixture_round(base, sizes, tools, results, log):
                     numbers = bindfs_life(life_folder, tools)
                 elif kind == "command line":
                     numbers = command_line_life(life_folder, tools)
+                elif kind == "start":
+                    numbers = program_start(life_folder, tools)
                 else:
                     numbers = bench.life(kind)
                 if cycle > 0:
@@ -697,7 +713,7 @@ def fixture_table(results, rounds_of, cycles):
         values = [life[key] for life in results[kind] if key in life]
         return statistics.median(values) if values else None
 
-    kinds = [k for k in FIXTURE_KINDS if results.get(k)]
+    kinds = [k for k in FIXTURE_KINDS if results.get(k) and k != "start"]
     lines = ["| fixture life (medians of %d lives each) | " % cycles + " | ".join(kinds) + " |",
              "|---|" + "---|" * len(kinds)]
     base = median("bindfs", "life")
@@ -728,7 +744,7 @@ def fixture_table(results, rounds_of, cycles):
     lines.append("")
     lines.append("Where each life goes (medians, in the order the phases happen):")
     lines.append("")
-    for kind in kinds:
+    for kind in kinds + (["start"] if results.get("start") else []):
         phases = sorted(key for key in results[kind][0] if key.startswith("phase: "))
         lines.append(f"- {kind}: " + "; ".join(f"{key[10:]} {ms(median(kind, key))}" for key in phases))
     return "\n".join(lines) + "\n"
@@ -992,7 +1008,7 @@ def main():
         filesystem = f"a folder of {base}" if args.on else "a fresh ext4 image (loop device, direct I/O)"
 
     minutes = (time.time() - started) / 60
-    table = make_table(systems, results, usage, sizes) if workloads else ""
+    table = make_table(systems, results, usage, sizes) if set(workloads) - {"parallel"} else ""
     if "parallel" in workloads:
         table += ("\nParallel callers (bench/parallel.c, " + f"{sizes.parallel_files:,} files per thread; "
                   "seconds for all threads' files; in brackets the ratio to native):\n\n"
