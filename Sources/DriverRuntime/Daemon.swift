@@ -99,6 +99,14 @@ enum Daemon {
     private static func becomeBackgroundChild(readyFD: Int32, readEnd: Int32, logFD: Int32) -> Int32 {
         close(readEnd)
         _ = setsid()
+        // Every signal's default action and none blocked, as the spawn's
+        // attributes gave the new start.
+        var none = sigset_t()
+        sigemptyset(&none)
+        for number in 1..<Int32(NSIG) where number != SIGKILL && number != SIGSTOP {
+            _ = Glibc.signal(number, SIG_DFL)
+        }
+        sigprocmask(SIG_SETMASK, &none, nil)
         let null = open("/dev/null", O_RDWR | O_CLOEXEC)
         _ = dup2(null, STDIN_FILENO)
         _ = dup2(null, STDOUT_FILENO)

@@ -40,15 +40,17 @@ struct FixtureCostTests {
         #expect(children(named: "appsandboxfs-watcher") == watchers)
     }
 
-    @Test("A driver serving one caller at a time runs two worker threads, not its ten (--threads is the most)")
+    @Test("A driver serving one caller at a time runs a few worker threads (two when quiet), not its ten (--threads is the most)")
     func workersOnDemand() throws {
         try withMountedContainer { container in
             try Data("x".utf8).write(to: URL(fileURLWithPath: container.tmp + "/a"))
             for _ in 0..<20 { _ = FileManager.default.fileExists(atPath: container.documents + "/missing") }
             let threads = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(container.driverPID)/task").count
             // The main thread (which waits for the loop's end), two workers,
-            // the control socket's thread; ten workers made 12.
-            #expect(threads <= 5, "\(threads) threads")
+            // the control socket's thread; ten workers made 12. (A request
+            // that comes before the worker that answered the last one is
+            // counted idle again starts a third or fourth: under load.)
+            #expect(threads < 8, "\(threads) threads")
         }
     }
 
