@@ -154,7 +154,7 @@ let package = Package(
         // program, or `inProcess`), timed inside one process.
         .executableTarget(name: "fixture-bench", dependencies: ["AppSandboxTesting"], path: "bench/FixtureBench"),
         // How to use AppSandboxTesting: an example in Swift Testing, one in XCTest.
-        .testTarget(name: "AppSandboxTestingExamples", dependencies: ["AppSandboxTesting", "ContainerFiles", "Locking", "MountInfo", "Spawning", "appsandboxfs", "outside-writer"]),
+        .testTarget(name: "AppSandboxTestingExamples", dependencies: ["AppSandboxTesting", "ContainerFiles", "Locking", "MountInfo", "Spawning", "POSIXHelpers", "appsandboxfs", "outside-writer"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -38,7 +38,7 @@ trap cleanup EXIT
 # it directly; a TERM to this script is passed on), and cleanup above is the
 # safety net.
 python3 "$repo/bench/runner.py" --appsandboxfs "$appsandboxfs" --passthrough-ll "$passthrough_ll" \
-    --fixture-bench "$fixture_bench" "$@" &
+    --fixture-bench "$fixture_bench" --parallel "$parallel" "$@" &
 runner=$!
 trap 'kill -TERM "$runner" 2>/dev/null' INT TERM
 status=0

@@ -63,12 +63,15 @@ class Sizes:
     tree: str              # the folder that is tarred for the tree case
     sqlite_rows: int
     roundtrips: int        # no-op requests for the round-trip floor
-    fixtures: int          # container lives (or bindfs mounts) per round
+    fixtures: int          # lives of each kind of fixture per round
+    parallel_files: int    # files per thread in the parallel workload
 
 FULL = Sizes(file_mib=1024, rand_warm_mib=256, rand_cold_mib=64, rand_write_mib=256,
-             files=10_000, tree="/usr/include", sqlite_rows=10_000, roundtrips=100_000, fixtures=20)
+             files=10_000, tree="/usr/include", sqlite_rows=10_000, roundtrips=100_000, fixtures=20,
+             parallel_files=2_000)
 QUICK = Sizes(file_mib=64, rand_warm_mib=16, rand_cold_mib=8, rand_write_mib=16,
-              files=1_000, tree="/usr/include/linux", sqlite_rows=1_000, roundtrips=5_000, fixtures=3)
+              files=1_000, tree="/usr/include/linux", sqlite_rows=1_000, roundtrips=5_000, fixtures=3,
+              parallel_files=200)
 
 
 # --------------------------------------------------------------------------
@@ -130,19 +133,6 @@ METRICS = [
     # The round-trip floor: one request the driver answers at once (a
     # getxattr of a name nobody set; the kernel caches no xattrs).
     Metric("roundtrip", "no-op request (getxattr ENODATA), per call", "us", None),
-    # A test fixture's container (init + mount + one write + unmount with
-    # tmp cleared + rm), against a bindfs mount + unmount of a folder.
-    Metric("fixture_life", "fixture life (bindfs: mount + unmount)", "s", 0.5, "bindfs"),
-    Metric("fixture_mount", "fixture mount", "s", None, "bindfs"),
-    Metric("fixture_unmount", "fixture unmount", "s", None, "bindfs"),
-    # The same life through AppSandboxTesting, timed inside one process as a
-    # test suite lives it (bench/FixtureBench): with a driver program, and
-    # served by threads of the test process (`Options(inProcess: true)`).
-    # bindfs's column holds its own mount + unmount (or mount, unmount) again.
-    Metric("testing_life", "fixture life, AppSandboxTesting (driver program)", "s", None, "bindfs", "fixture_life"),
-    Metric("inprocess_life", "fixture life, AppSandboxTesting inProcess", "s", 0.5, "bindfs", "fixture_life"),
-    Metric("inprocess_mount", "fixture mount, inProcess", "s", None, "bindfs", "fixture_mount"),
-    Metric("inprocess_unmount", "fixture unmount, inProcess", "s", None, "bindfs", "fixture_unmount"),
 ]
 METRIC_BY_KEY = {m.key: m for m in METRICS}
 
@@ -287,23 +277,22 @@ def workload_roundtrip(workdir, sizes, ctx):
     return {"roundtrip": seconds / sizes.roundtrips * 1e6}
 
 
-def workload_fixture(workdir, sizes, ctx):
-    """A test suite's fixture, sizes.fixtures times, away from the working
-    folder: the system's own `fixture` (appsandboxfs: init, mount, one
-    write, unmount, rm; bindfs: mount and unmount a folder). Medians of
-    the cycles. Systems without one give nothing."""
-    system = ctx["system"]
-    if not hasattr(system, "fixture"):
-        return {}
-    base = Path(tempfile.mkdtemp(dir=ctx["scratch"], prefix="fixture-"))
-    try:
-        cycles = [system.fixture(base / f"c{i}") for i in range(sizes.fixtures)]
-        medians = {key: statistics.median(c[key] for c in cycles) for key in cycles[0]}
-        if hasattr(system, "testing_fixtures"):
-            medians.update(system.testing_fixtures(base, sizes))
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
-    return medians
+PARALLEL_THREADS = (1, 2, 4, 8)
+
+
+def workload_parallel(workdir, sizes, ctx):
+    """Parallel callers (bench/parallel.c): for 1, 2, 4 and 8 threads, each
+    thread in a folder of its own creates sizes.parallel_files empty files,
+    then lstats each (dentries and inodes dropped first), then unlinks
+    each; the threads start each step together. Seconds per step."""
+    res = {}
+    for threads in PARALLEL_THREADS:
+        out = run(ctx["tools"]["parallel"], workdir, threads, sizes.parallel_files,
+                  capture_output=True, text=True).stdout
+        for step, seconds in json.loads(out).items():
+            res[f"parallel_{step}_{threads}"] = seconds
+    sync()
+    return res
 
 
 WORKLOADS = {
@@ -312,7 +301,10 @@ WORKLOADS = {
     "tree": workload_tree,
     "sqlite": workload_sqlite,
     "roundtrip": workload_roundtrip,
-    "fixture": workload_fixture,
+    "parallel": workload_parallel,
+    # Not a workload of each system: one comparison of fixture lives per
+    # round, interleaved (see `fixture_round`).
+    "fixture": None,
 }
 
 
@@ -457,14 +449,6 @@ class Bindfs(System):
         self._ready()
         return self.mnt
 
-    def fixture(self, folder):
-        source, mnt = folder / "source", folder / "mnt"
-        source.mkdir(parents=True)
-        mnt.mkdir()
-        mount = timed(lambda: run("bindfs", source, mnt))
-        unmount = timed(lambda: run("fusermount3", "-u", mnt))
-        return {"fixture_life": mount + unmount, "fixture_mount": mount, "fixture_unmount": unmount}
-
 
 class AppSandboxFS(System):
     """appsandboxfs over a fresh container; the work happens in Documents."""
@@ -482,43 +466,6 @@ class AppSandboxFS(System):
 
     def _unmount(self):
         run(self.executable(), "unmount", self.mnt)
-
-    def fixture(self, folder):
-        exe, backing, mnt = self.executable(), folder / "backing", folder / "mnt"
-        folder.mkdir(parents=True)
-        mnt.mkdir()
-        init = timed(lambda: run(exe, "init", backing, "--app-name", "Fixture", *self.init_args(),
-                                 stdout=subprocess.DEVNULL))
-        mount = timed(lambda: run(exe, "mount", backing, mnt, *self.mount_args()))
-
-        def write():
-            with open(mnt / "tmp" / "scratch", "wb") as f:
-                f.write(b"fixture")
-        wrote = timed(write)
-        unmount = timed(lambda: run(exe, "unmount", mnt))
-        remove = timed(lambda: shutil.rmtree(backing))
-        return {"fixture_life": init + mount + wrote + unmount + remove,
-                "fixture_mount": mount, "fixture_unmount": unmount}
-
-    def testing_fixtures(self, folder, sizes):
-        """AppSandboxTesting's two kinds of fixture (bench/FixtureBench),
-        sizes.fixtures cycles each after one warm-up, in one process each.
-        Only for this build: the in-process driver is compiled into the
-        program, and its program-driver cycles use this build's binary."""
-        bench = self.tools.get("fixture_bench")
-        if type(self) is not AppSandboxFS or not bench:
-            return {}
-        results = {}
-        env = {**os.environ, "APPSANDBOXFS_BIN": str(self.executable())}
-        for prefix, flags in (("testing", []), ("inprocess", ["--in-process"])):
-            out = subprocess.run([bench, "--cycles", str(sizes.fixtures), "--temporary-directory", str(folder), *flags],
-                                 env=env, check=True, capture_output=True, text=True).stdout
-            medians = json.loads(out)
-            results[f"{prefix}_life"] = medians["life"]
-            if prefix == "inprocess":
-                results["inprocess_mount"] = medians["mount"]
-                results["inprocess_unmount"] = medians["unmount"]
-        return results
 
     def executable(self):
         return self.tools["appsandboxfs"]
@@ -605,6 +552,230 @@ DEFAULT_SYSTEMS = ["native", "passthrough_ll", "bindfs", "appsandboxfs", "appsan
 
 
 # --------------------------------------------------------------------------
+# Fixture lives: bindfs's and appsandboxfs's three kinds, interleaved
+
+# The kinds of life, in the order of the table's columns; "start" is no
+# life but one start of the program alone (`appsandboxfs --version`), of
+# which the command line's life has three (init, mount, unmount; mount
+# forks the driver).
+FIXTURE_KINDS = ("bindfs", "in-process", "driver program", "command line", "start")
+# Goals (issue 29), as a multiple of bindfs's life.
+FIXTURE_GOALS = {"in-process": 2.0, "command line": 6.0}
+
+
+def write_scratch(path):
+    """The one write of a life: open, write 7 bytes, close (as fixture-bench does)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    try:
+        os.write(fd, b"fixture")
+    finally:
+        os.close(fd)
+
+
+class Clock:
+    """Marks the end of each phase of one life."""
+
+    def __init__(self):
+        self.start = self.last = time.perf_counter()
+        self.phases = {}
+
+    def mark(self, phase):
+        now = time.perf_counter()
+        self.phases[f"phase: {len(self.phases) + 1:02d} {phase}"] = now - self.last
+        self.last = now
+        return now
+
+
+def bindfs_life(folder, tools):
+    """mkdir of a source and a mountpoint, bindfs, one write, fusermount3 -u,
+    rm -r of the folder: the same steps as a fixture's life."""
+    clock = Clock()
+    source, mnt = folder / "source", folder / "mnt"
+    source.mkdir(parents=True)
+    mnt.mkdir()
+    clock.mark("mkdir")
+    run("bindfs", source, mnt)
+    mounted = clock.mark("bindfs")
+    try:
+        write_scratch(mnt / "scratch")
+        wrote = clock.mark("write")
+    finally:
+        run("fusermount3", "-u", mnt)
+    clock.mark("fusermount3 -u")
+    shutil.rmtree(folder)
+    end = clock.mark("rm -r")
+    return {"life": end - clock.start, "mount": mounted - clock.start, "write": wrote - mounted,
+            "unmount": end - wrote, **clock.phases}
+
+
+def program_start(folder, tools):
+    """`appsandboxfs --version` and `/bin/true`: what one start of the
+    program costs, next to the least any program's start costs."""
+    clock = Clock()
+    run(tools["appsandboxfs"], "--version", stdout=subprocess.DEVNULL)
+    end = clock.mark("appsandboxfs --version")
+    run("/bin/true")
+    clock.mark("/bin/true")
+    return {"life": end - clock.start, **clock.phases}
+
+
+def command_line_life(folder, tools):
+    """What a harness in another language does: mkdir, `appsandboxfs init`,
+    `appsandboxfs mount` (returns once the mount is ready), one write into
+    tmp, `appsandboxfs unmount` (returns once tmp is emptied and the driver
+    gone), rm -r of the folder."""
+    exe = tools["appsandboxfs"]
+    clock = Clock()
+    backing, mnt = folder / "backing", folder / "mnt"
+    folder.mkdir(parents=True)
+    mnt.mkdir()
+    clock.mark("mkdir")
+    run(exe, "init", backing, "--app-name", "Fixture", stdout=subprocess.DEVNULL)
+    clock.mark("appsandboxfs init")
+    run(exe, "mount", backing, mnt, *tools["appsandboxfs_args"])
+    mounted = clock.mark("appsandboxfs mount")
+    try:
+        write_scratch(mnt / "tmp" / "scratch")
+        wrote = clock.mark("write")
+    finally:
+        run(exe, "unmount", mnt)
+    clock.mark("appsandboxfs unmount")
+    shutil.rmtree(folder)
+    end = clock.mark("rm -r")
+    return {"life": end - clock.start, "mount": mounted - clock.start, "write": wrote - mounted,
+            "unmount": end - wrote, **clock.phases}
+
+
+class FixtureBench:
+    """bench/FixtureBench in --serve mode: one AppSandboxTesting life per
+    request, timed inside the test-like process, phases included."""
+
+    def __init__(self, binary, folder, tools):
+        env = {**os.environ, "APPSANDBOXFS_BIN": str(tools["appsandboxfs"])}
+        self.process = subprocess.Popen([binary, "--serve", "--temporary-directory", str(folder)], env=env,
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def life(self, kind):
+        self.process.stdin.write(("in-process" if kind == "in-process" else "driver") + "\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"fixture-bench ended (status {self.process.wait()})")
+        return json.loads(line)
+
+    def close(self):
+        self.process.stdin.close()
+        self.process.wait()
+
+
+def fixture_round(base, sizes, tools, results, log):
+    """sizes.fixtures lives of each kind (after one warm-up life each), the
+    kinds taking turns life by life in an order that rotates each cycle, so
+    that all four see the same machine. Appends each life's numbers to
+    results[kind]."""
+    folder = Path(tempfile.mkdtemp(dir=base, prefix="fixtures-"))
+    bench = FixtureBench(tools["fixture_bench"], folder, tools)
+    try:
+        for cycle in range(1 + sizes.fixtures):
+            shift = cycle % len(FIXTURE_KINDS)
+            for kind in FIXTURE_KINDS[shift:] + FIXTURE_KINDS[:shift]:
+                life_folder = folder / f"{kind.replace(' ', '-')}-{cycle}"
+                if kind == "bindfs":
+                    numbers = bindfs_life(life_folder, tools)
+                elif kind == "command line":
+                    numbers = command_line_life(life_folder, tools)
+                elif kind == "start":
+                    numbers = program_start(life_folder, tools)
+                else:
+                    numbers = bench.life(kind)
+                if cycle > 0:
+                    results[kind].append(numbers)
+    finally:
+        bench.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def machine_state():
+    """Cores, CPU, kernel and load, in one line."""
+    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                  if line.startswith("model name")), "unknown CPU")
+    load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    return f"{os.cpu_count()} CPUs ({model}), Linux {os.uname().release}, load average {load} (1, 5, 15 minutes)"
+
+
+def fixture_table(results, rounds_of, cycles):
+    """Medians of every life of each kind; in brackets, the multiple of
+    bindfs's life (lower is better); the spread of the rounds' medians."""
+    def ms(value):
+        return f"{value * 1000:.2f} ms"
+
+    def median(kind, key):
+        values = [life[key] for life in results[kind] if key in life]
+        return statistics.median(values) if values else None
+
+    kinds = [k for k in FIXTURE_KINDS if results.get(k) and k != "start"]
+    lines = ["| fixture life (medians of %d lives each) | " % cycles + " | ".join(kinds) + " |",
+             "|---|" + "---|" * len(kinds)]
+    base = median("bindfs", "life")
+    for key, label in (("life", "life: mount + write + unmount"), ("mount", "mount (folders, laying out, mount)"),
+                       ("write", "one write into the mount"), ("unmount", "unmount (unmount, folder removed)")):
+        row = [label]
+        for kind in kinds:
+            value = median(kind, key)
+            text = ms(value)
+            if key == "life" and kind != "bindfs" and base:
+                text += f" ({value / base:.1f}x bindfs)"
+            row.append(text)
+        lines.append("| " + " | ".join(row) + " |")
+    row = ["life, each round's median"]
+    for kind in kinds:
+        row.append(", ".join(ms(statistics.median(l["life"] for l in lives)) for lives in rounds_of(kind)))
+    lines.append("| " + " | ".join(row) + " |")
+    if "cpu" in results.get("in-process", [{}])[0]:
+        lines.append("| CPU time of the test process per life | — | " + ms(median("in-process", "cpu"))
+                     + (" | " + ms(median("driver program", "cpu")) if "driver program" in kinds else "")
+                     + (" | —" if "command line" in kinds else "") + " |")
+    lines.append("")
+    for kind, goal in FIXTURE_GOALS.items():
+        if kind in kinds and base:
+            value = median(kind, "life") / base
+            lines.append(f"- {kind}: {value:.1f}x bindfs's life; goal at most {goal:.0f}x: "
+                         + ("met" if value <= goal else "missed"))
+    lines.append("")
+    lines.append("Where each life goes (medians, in the order the phases happen):")
+    lines.append("")
+    for kind in kinds + (["start"] if results.get("start") else []):
+        phases = sorted(key for key in results[kind][0] if key.startswith("phase: "))
+        lines.append(f"- {kind}: " + "; ".join(f"{key[10:]} {ms(median(kind, key))}" for key in phases))
+    return "\n".join(lines) + "\n"
+
+
+def parallel_table(systems, results):
+    """Seconds per step of the parallel workload, by threads; in brackets
+    the ratio to native; the last column is how much faster the ring is."""
+    shown = [s for s in systems if results[s].get("parallel_create_1")]
+    if not shown:
+        return ""
+    ring = "appsandboxfs" in shown and "appsandboxfs_uring" in shown
+    header = ["step", "threads"] + shown + (["ring / no ring (speed)"] if ring else [])
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for step in ("create", "stat", "unlink"):
+        for threads in PARALLEL_THREADS:
+            key = f"parallel_{step}_{threads}"
+            med = {s: statistics.median(results[s][key]) for s in shown if results[s].get(key)}
+            row = [step + (" (cold)" if step == "stat" else ""), str(threads)]
+            for s in shown:
+                text = format_value(med[s], "s")
+                if s != "native" and "native" in med:
+                    text += f" ({med['native'] / med[s]:.2f})"
+                row.append(text)
+            if ring:
+                row.append(f"{med['appsandboxfs'] / med['appsandboxfs_uring']:.2f}")
+            lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------
 # The file system everything runs on
 
 @contextlib.contextmanager
@@ -663,7 +834,7 @@ def run_round(base, number, order, sizes, workloads, tools, ctx, results, usage,
             for wname in workloads:
                 log(f"round {number} {name}: {wname}")
                 for key, value in WORKLOADS[wname](workdir, sizes, {**ctx, "system": system}).items():
-                    results[name][key].append(value)
+                    results[name].setdefault(key, []).append(value)
             if system.pid:
                 usage[name].append(system.usage())
         finally:
@@ -757,6 +928,8 @@ def main():
     parser.add_argument("--passthrough-ll", required=True, help="the compiled libfuse example")
     parser.add_argument("--fixture-bench", metavar="BINARY",
                         help="bench/FixtureBench built (run.sh builds it): AppSandboxTesting's fixture rows")
+    parser.add_argument("--parallel", metavar="BINARY",
+                        help="bench/parallel.c built (run.sh builds it): the parallel workload")
     parser.add_argument("--appsandboxfs-before", metavar="BINARY",
                         help="another appsandboxfs build, run as the system appsandboxfs_before")
     parser.add_argument("--appsandboxfs-args", default="",
@@ -781,7 +954,14 @@ def main():
     sizes = QUICK if args.quick else FULL
     tools = {"appsandboxfs": args.appsandboxfs, "appsandboxfs_before": args.appsandboxfs_before,
              "passthrough_ll": args.passthrough_ll, "fixture_bench": args.fixture_bench,
-             "appsandboxfs_args": args.appsandboxfs_args.split()}
+             "parallel": args.parallel, "appsandboxfs_args": args.appsandboxfs_args.split()}
+    fixtures = "fixture" in workloads
+    if fixtures and not args.fixture_bench:
+        parser.error("the fixture workload needs --fixture-bench")
+    if "parallel" in workloads and not args.parallel:
+        parser.error("the parallel workload needs --parallel")
+    # The fixture lives are compared once a round, not in each system.
+    workloads = [w for w in workloads if w != "fixture"]
 
     def log(text):
         print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
@@ -790,41 +970,65 @@ def main():
     source = subprocess.run(["git", "-C", Path(__file__).parent, "describe", "--always", "--dirty"],
                             capture_output=True, text=True).stdout.strip() or "unknown source"
     built = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(os.path.getmtime(args.appsandboxfs)))
+    state = machine_state()
+    busy = busy_percent()
+    log(f"{state}; CPUs {busy:.0f}% busy")
     with bench_filesystem(args.on, log) as base:
         scratch = Path(tempfile.mkdtemp(dir=base, prefix="scratch-"))
         try:
-            ctx = {"scratch": scratch}
+            ctx = {"scratch": scratch, "tools": tools}
             if "tree" in workloads:
                 ctx["tarball"] = scratch / "tree.tar"
                 tree = Path(sizes.tree)
                 run("tar", "-cf", ctx["tarball"], "-C", tree.parent, tree.name)
             results = {s: {m.key: [] for m in METRICS} for s in systems}
             usage = {s: [] for s in systems}
+            lives = {kind: [] for kind in FIXTURE_KINDS}
+            lives_per_round = []
             started = time.time()
             loads = [load_average()]
             for number in range(args.rounds):
                 shift = number % len(systems)
                 order = systems[shift:] + systems[:shift]
-                log(f"round {number + 1}/{args.rounds}: {', '.join(order)}")
-                run_round(base, number + 1, order, sizes, workloads, tools, ctx, results, usage, log, args.max_busy)
+                if workloads:
+                    log(f"round {number + 1}/{args.rounds}: {', '.join(order)}")
+                    run_round(base, number + 1, order, sizes, workloads, tools, ctx, results, usage, log, args.max_busy)
+                if fixtures:
+                    if args.max_busy is not None:
+                        wait_for_quiet(args.max_busy, log)
+                    log(f"round {number + 1}/{args.rounds}: fixture lives, {', '.join(FIXTURE_KINDS)} in turn")
+                    this_round = {kind: [] for kind in FIXTURE_KINDS}
+                    fixture_round(base, sizes, tools, this_round, log)
+                    for kind, numbers in this_round.items():
+                        lives[kind] += numbers
+                    lives_per_round.append(this_round)
                 loads.append(load_average())
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         filesystem = f"a folder of {base}" if args.on else "a fresh ext4 image (loop device, direct I/O)"
 
     minutes = (time.time() - started) / 60
-    table = make_table(systems, results, usage, sizes)
+    table = make_table(systems, results, usage, sizes) if set(workloads) - {"parallel"} else ""
+    if "parallel" in workloads:
+        table += ("\nParallel callers (bench/parallel.c, " + f"{sizes.parallel_files:,} files per thread; "
+                  "seconds for all threads' files; in brackets the ratio to native):\n\n"
+                  + parallel_table(systems, results))
+    if fixtures:
+        table += ("\nFixture lives, the four kinds in turn life by life:\n\n"
+                  + fixture_table(lives, lambda kind: [r[kind] for r in lives_per_round], sizes.fixtures * args.rounds))
     extra = f", mounted with {args.appsandboxfs_args!r}" if args.appsandboxfs_args else ""
-    note = (f"appsandboxfs built {built} from {source}{extra}. "
+    note = (f"Machine: {state}; CPUs {busy:.0f}% busy just before. "
+            f"appsandboxfs built {built} from {source}{extra}. "
             f"Medians of {args.rounds} rounds ({'quick' if args.quick else 'full'} sizes: "
             f"{sizes.file_mib} MiB file, {sizes.files:,} files, tree {sizes.tree}, "
             f"{sizes.sqlite_rows:,} rows, {sizes.roundtrips:,} no-op requests, {sizes.fixtures} fixtures) on {filesystem}; {minutes:.1f} minutes; 1-minute load average "
             f"at the start and after each round: {', '.join(f'{l:.1f}' for l in loads)}. "
-            "In brackets: the ratio to native (fixture rows: to bindfs; 1.00 = as fast).\n\n")
+            "In brackets: the ratio to native (1.00 = as fast).\n\n")
     print(note + table)
     if args.out:
         Path(args.out).write_text(note + table)
-        raw = {"sizes": sizes.__dict__, "rounds": args.rounds, "load_averages": loads, "results": results,
+        raw = {"machine": state, "sizes": sizes.__dict__, "rounds": args.rounds, "load_averages": loads,
+               "results": results, "fixture_lives": lives_per_round,
                "usage": {s: [list(u) for u in v] for s, v in usage.items()}}
         Path(args.out).with_suffix(".json").write_text(json.dumps(raw, indent=1) + "\n")
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Shared by bench/run.sh and bench/memory.sh (sourced, as root): installs the
 # tools that are missing, builds appsandboxfs (release, in .build-bench) and
-# libfuse's passthrough_ll example into bench/out/. Sets $appsandboxfs and
-# $passthrough_ll to the two binaries.
+# libfuse's passthrough_ll example and bench/parallel.c into bench/out/. Sets
+# $appsandboxfs, $fixture_bench, $passthrough_ll and $parallel to the binaries.
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out="$repo/bench/out"
@@ -52,3 +52,6 @@ done
 # shellcheck disable=SC2046
 gcc -O2 -Wall -o "$out/passthrough_ll" "$out/passthrough_ll.c" $(pkg-config --cflags --libs fuse3)
 passthrough_ll="$out/passthrough_ll"
+# Parallel callers (the parallel workload).
+gcc -O2 -Wall -pthread -o "$out/parallel" "$repo/bench/parallel.c"
+parallel="$out/parallel"

@@ -8,62 +8,148 @@ import Locking
 import POSIXHelpers
 import Spawning
 
-/// A `sh` reading a pipe whose only writer is the test process: at a normal
-/// teardown the fixture writes "done" and the watcher just exits; if the
-/// test process dies first (a crash, a fatalError, SIGKILL) and no teardown
-/// code runs, the kernel closes the pipe, the watcher reads end-of-file and
-/// unmounts. A driver process then ends as on any unmount (it empties tmp
-/// and exits 0); an in-process driver died with the test process, and the
-/// unmount takes its dead mount away. So a dead test leaves no mount behind.
+/// One mount's place in the test process's watcher (`WatcherProcess`):
+/// while registered, the mount is taken away if the test process dies
+/// first (a crash, a fatalError, SIGKILL) and no teardown code runs. A
+/// driver process then ends as on any unmount (it empties tmp and exits
+/// 0); an in-process driver died with the test process, and the unmount
+/// takes its dead mount away. So a dead test leaves no mount behind.
 final class MountWatcher: Sendable {
-    private let pid: pid_t
-    private let pipe: Int32
+    private let mountpoint: String
     private let released = Locked(false)
 
-    private init(pid: pid_t, pipe: Int32) {
-        self.pid = pid
-        self.pipe = pipe
+    private init(mountpoint: String) {
+        self.mountpoint = mountpoint
     }
 
-    /// nil when no watcher could be started: the fixture still unmounts at
-    /// every teardown.
-    static func start(mountpoint: String, log: String) -> MountWatcher? {
-        // Both ends close on exec from the start, so that no program another
-        // thread starts meanwhile holds the write end (the watcher would
-        // then never see the test process die).
-        guard let ends = try? makePipe() else { return nil }
-        let script = #"""
-            read -r line
-            [ "$line" = done ] && exit 0
-            fusermount3 -u "$1" 2>/dev/null || fusermount3 -u -z "$1" 2>/dev/null || umount -l "$1"
-            """#
-        let watcher = try? ChildProcess.start(["sh", "-c", script, "appsandboxfs-watcher", mountpoint],
-                                              SpawnOptions(standardInput: .descriptor(ends.read), standardOutput: .nullDevice,
-                                                           standardError: .path(log), closeOtherDescriptors: true)).pid
-        close(ends.read)
-        guard let watcher else {
-            close(ends.write)
-            return nil
-        }
-        return MountWatcher(pid: watcher, pipe: ends.write)
+    /// nil when the mount could not be registered (no watcher could be
+    /// started, or a path with a newline, which its one-line protocol
+    /// cannot carry): the fixture still unmounts at every teardown.
+    static func start(mountpoint: String) -> MountWatcher? {
+        guard !mountpoint.contains("\n"), WatcherProcess.shared.watch(mountpoint) else { return nil }
+        return MountWatcher(mountpoint: mountpoint)
     }
 
-    /// Tells the watcher the teardown is done (it exits without
-    /// unmounting) and reaps it. Only the first call does anything.
+    /// The teardown is done: the watcher forgets the mount. Only the first
+    /// call does anything.
     func release() {
         let first = released.withLock { done in
             defer { done = true }
             return !done
         }
-        guard first else { return }
-        var message = Array("done\n".utf8)
-        _ = write(pipe, &message, message.count)
-        close(pipe)
-        let child = ChildProcess(pid: pid)
-        if child.wait(timeout: 15) == nil {
-            kill(pid, SIGKILL)
+        if first { WatcherProcess.shared.forget(mountpoint) }
+    }
+}
+
+/// The test process's one watcher: a `sh` reading a socket whose other end
+/// only this process holds, one line for each mount to watch ("+PATH") or to
+/// forget ("-PATH"). When the test process dies, the kernel closes its end,
+/// the watcher reads end-of-file and unmounts each mount still watched.
+/// Started at the first mount and left running until the process ends, so
+/// that a container's life starts no process of its own (a `sh` per
+/// container cost a fork, an exec and a reap: a third of an in-process
+/// fixture's life, docs/performance.md). Its stderr goes nowhere: no
+/// fixture's log outlives it.
+final class WatcherProcess: Sendable {
+    static let shared = WatcherProcess()
+
+    private struct State {
+        /// The watcher and this process's end of its socket.
+        var pid: pid_t = 0
+        var socket: Int32 = -1
+        /// What it watches, to tell a new watcher if the old one is gone.
+        var watched: [String] = []
+    }
+
+    private let state = Locked(State())
+
+    private static let script = #"""
+        while IFS= read -r line; do
+            case $line in
+                +*) set -- "$@" "${line#+}" ;;
+                -*) path=${line#-}; count=$#
+                    while [ "$count" -gt 0 ]; do
+                        first=$1; shift; count=$((count - 1))
+                        [ "$first" = "$path" ] || set -- "$@" "$first"
+                    done ;;
+            esac
+        done
+        for mountpoint in "$@"; do
+            fusermount3 -u "$mountpoint" 2>/dev/null || fusermount3 -u -z "$mountpoint" 2>/dev/null || umount -l "$mountpoint"
+        done
+        """#
+
+    /// Watches `mountpoint`; false when no watcher runs and none could be started.
+    func watch(_ mountpoint: String) -> Bool {
+        state.withLock { state in
+            state.watched.append(mountpoint)
+            if state.socket >= 0 && Self.send("+" + mountpoint, to: state.socket) { return true }
+            // None yet, or it died (someone killed it): a new one, told
+            // everything this process still has mounted.
+            Self.stop(&state)
+            guard let (pid, socket) = Self.startWatcher() else {
+                state.watched.removeLast()
+                return false
+            }
+            state.pid = pid
+            state.socket = socket
+            let lines = state.watched.map { "+" + $0 }.joined(separator: "\n")
+            if Self.send(lines, to: socket) { return true }
+            state.watched.removeLast()
+            return false
+        }
+    }
+
+    func forget(_ mountpoint: String) {
+        state.withLock { state in
+            guard let index = state.watched.lastIndex(of: mountpoint) else { return }
+            state.watched.remove(at: index)
+            if state.socket >= 0 { _ = Self.send("-" + mountpoint, to: state.socket) }
+        }
+    }
+
+    /// Closes the socket to a watcher that is gone, and reaps it.
+    private static func stop(_ state: inout State) {
+        guard state.socket >= 0 else { return }
+        close(state.socket)
+        state.socket = -1
+        let child = ChildProcess(pid: state.pid)
+        if child.wait(timeout: 5) == nil {
+            kill(state.pid, SIGKILL)
             _ = child.wait()
         }
+    }
+
+    private static func startWatcher() -> (pid: pid_t, socket: Int32)? {
+        // Both ends close on exec from the start, so that no program another
+        // thread starts meanwhile holds this process's end (the watcher
+        // would then never see the test process die).
+        var ends: [Int32] = [-1, -1]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
+            return nil
+        }
+        let pid = try? ChildProcess.start(["sh", "-c", script, "appsandboxfs-watcher"],
+                                          SpawnOptions(standardInput: .descriptor(ends[1]), standardOutput: .nullDevice,
+                                                       standardError: .nullDevice, closeOtherDescriptors: true)).pid
+        close(ends[1])
+        guard let pid else {
+            close(ends[0])
+            return nil
+        }
+        return (pid, ends[0])
+    }
+
+    /// One line; false when the watcher is gone (MSG_NOSIGNAL: no SIGPIPE).
+    private static func send(_ line: String, to socket: Int32) -> Bool {
+        let bytes = Array((line + "\n").utf8)
+        var sent = 0
+        while sent < bytes.count {
+            let count = bytes[sent...].withUnsafeBytes { Glibc.send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { return false }
+            sent += count
+        }
+        return true
     }
 }
 
@@ -89,7 +175,7 @@ final class Driver: ContainerServer {
         } catch {
             throw FixtureError(error.description)
         }
-        return Driver(pid: pid, watcher: MountWatcher.start(mountpoint: mountpoint, log: log))
+        return Driver(pid: pid, watcher: MountWatcher.start(mountpoint: mountpoint))
     }
 
     /// How the driver ended; nil while it runs. Reaps it.

@@ -88,15 +88,17 @@ final class InProcessDriver: ContainerServer {
         } catch {
             throw FixtureError("mounting \(backing) at \(mountpoint) in-process: \(error)")
         }
+        options.trace?.mark("mounted (session, tmp, mount(2))")
         guard let ended = try? makePipe() else {
             mount.session.unmount()
             throw FixtureError("pipe2: \(errorText(errno))")
         }
         let driver = InProcessDriver(mount: mount, dataProtection: configuration.dataProtection,
                                      settings: settings, configuration: configuration,
-                                     watcher: MountWatcher.start(mountpoint: mountpoint, log: root + "/driver.log"),
+                                     watcher: MountWatcher.start(mountpoint: mountpoint),
                                      ended: ended, logDescriptor: logDescriptor)
         handedOver = true
+        options.trace?.mark("watcher started")
         logger.info("serving \(backing) at \(mountpoint) as \(layout.appName) in the test process (pid \(getpid()))")
         // A thread of its own, not a task: serving blocks, and the task
         // pool's few threads must never wait on file I/O.
@@ -105,6 +107,7 @@ final class InProcessDriver: ContainerServer {
             driver.watcher?.release()
             throw FixtureError("pthread_create: \(errorText(errno))")
         }
+        options.trace?.mark("serving thread started")
         return driver
     }
 

@@ -81,6 +81,9 @@ public final class MountedContainer: Sendable {
         /// place (the Inbox included, which the mount does not let a process
         /// write).
         public var prepare: (@Sendable (_ backing: String) throws -> Void)?
+        /// Marks the end of each phase of the mount and the teardown
+        /// (bench/FixtureBench).
+        @_spi(Bench) public var trace: FixtureTrace?
 
         public init(
             appName: String? = nil,
@@ -365,6 +368,7 @@ public final class MountedContainer: Sendable {
         // process; when it cannot, one line on standard error says so, F2).
         FoundationBridge.install()
         #endif
+        options.trace?.mark("Foundation bridge")
         if options.inProcess {
             if options.capacity != nil || !options.extraArguments.isEmpty {
                 throw FixtureError("Options.inProcess: capacity and extraArguments are options of the appsandboxfs program; mount without inProcess to use them")
@@ -407,6 +411,7 @@ public final class MountedContainer: Sendable {
             guard fd >= 0 else { throw FixtureError("\(file): \(errorText(errno))") }
             close(fd)
         }
+        options.trace?.mark("container laid out")
 
         let driver = try startDriver(arguments, backing: backing, mountpoint: mountpoint, appName: appName, root: root,
                                      options: options)
@@ -443,6 +448,7 @@ public final class MountedContainer: Sendable {
             // Woken by the next change of the mount table (5 ms at most).
             mountTable.wait(milliseconds: 5)
         }
+        options.trace?.mark("driver program mounted")
         return driver
     }
 
@@ -499,17 +505,20 @@ public final class MountedContainer: Sendable {
         guard first else { return nil }
         var problems: [String] = []
         var earlyExit = driver.exitStatus
-        if earlyExit == nil && (driver.hasExited || MountTable.isStale(mountpoint)) {
+        if earlyExit == nil && driver.hasExited {
             // The driver died a moment ago (its threads may still be ending).
+            // (A mount goes stale, ENOTCONN, only once its driver's end of
+            // /dev/fuse is closed: as it dies, not while it serves.)
             earlyExit = driver.waitForExit(timeout: 5)
         }
         let expected = exitExpected.withLock { $0 }
         if let earlyExit, !expected {
             problems.append("appsandboxfs ended during the test (status \(earlyExit))")
         }
+        options.trace?.mark("checks before the unmount")
         problems += Self.unmountAndEnd(driver, mountpoint: mountpoint, root: root, unmountTimeout: options.unmountTimeout,
                                        keepFiles: options.keepFiles, unmount: earlyExit == nil || expected,
-                                       endedEarly: earlyExit != nil)
+                                       endedEarly: earlyExit != nil, trace: options.trace)
         guard !problems.isEmpty else { return nil }
         return problems.joined(separator: "; ") + "\nThe driver's last lines:\n" + lastLines(driverLog)
     }
@@ -521,19 +530,23 @@ public final class MountedContainer: Sendable {
     /// mounted, releases the watcher, and removes `root` (kept with
     /// `keepFiles`, or when still mounted). What went wrong; a
     /// non-zero exit status counts unless the driver `endedEarly` or the
-    /// unmount failed.
+    /// unmount failed. The mount table is read as few times as the outcome
+    /// needs: each read is the whole table, which costs more than the umount2.
     static func unmountAndEnd(_ driver: any ContainerServer, mountpoint: String, root: String, unmountTimeout: Double,
-                              keepFiles: Bool, unmount: Bool, endedEarly: Bool) -> [String] {
+                              keepFiles: Bool, unmount: Bool, endedEarly: Bool, trace: FixtureTrace? = nil) -> [String] {
         var problems: [String] = []
         var clean = !endedEarly
-        if unmount && MountTable.isContainerMount(mountpoint) && !MountTable.isStale(mountpoint) {
+        var mounted = MountTable.isContainerMount(mountpoint)
+        if unmount && mounted && !(endedEarly && MountTable.isStale(mountpoint)) {
             let result = unmountRetrying(mountpoint)
-            if MountTable.isContainerMount(mountpoint) {
+            mounted = MountTable.isContainerMount(mountpoint)
+            if mounted {
                 clean = false
                 problems.append("unmounting \(mountpoint) failed: \(result.standardError.trimmingCharacters(in: .whitespacesAndNewlines)) (a file or working folder still open in it?); stopped the driver instead")
                 driver.signal(SIGTERM)
             }
         }
+        trace?.mark("umount")
         if driver.waitForExit(timeout: unmountTimeout) == nil {
             problems.append("appsandboxfs did not end within \(unmountTimeout) s of the unmount; killed it")
             driver.signal(SIGKILL)
@@ -541,13 +554,19 @@ public final class MountedContainer: Sendable {
         } else if clean, let status = driver.exitStatus, status != 0 {
             problems.append("appsandboxfs ended with status \(status) at the unmount")
         }
-        if MountTable.isContainerMount(mountpoint) { lazyUnmount(mountpoint) }
+        trace?.mark("serving ended, tmp emptied")
+        if mounted {
+            lazyUnmount(mountpoint)
+            mounted = MountTable.isContainerMount(mountpoint)
+        }
         driver.releaseWatcher()
-        if MountTable.isContainerMount(mountpoint) {
+        trace?.mark("watcher released")
+        if mounted {
             problems.append("\(mountpoint) is still mounted; left \(root) in place")
         } else if !keepFiles {
             removeTree(root)
         }
+        trace?.mark("folder removed")
         return problems
     }
 

@@ -62,7 +62,14 @@ public struct ContainerDriver: Sendable {
             }
             if !layout.isDevice { try MountChecks.container(container, bundleElsewhere: bundlePath != nil) }
             if !settings.foreground {
-                try Daemon.startInBackground(logFile: settings.log)
+                // A forked child goes on here as the driver, as a new start
+                // with --foreground --ready-fd would.
+                if let readyFD = try Daemon.startInBackground(logFile: settings.log) {
+                    var driver = settings
+                    driver.foreground = true
+                    driver.readyFD = readyFD
+                    try ContainerDriver(driver).run()
+                }
                 return
             }
         }

@@ -55,16 +55,24 @@ public enum MountTable {
     }
 
     public static func parse(_ text: String) -> [MountEntry] {
-        text.split(separator: "\n").compactMap { line in
-            let fields = line.split(separator: " ", omittingEmptySubsequences: false)
+        // Split on the UTF-8 bytes, not on Characters: the table is ASCII
+        // separators around escaped fields, and splitting by Character
+        // (grapheme clusters) made each read of it cost more than a
+        // container's umount2 (docs/performance.md).
+        text.utf8.split(separator: UInt8(ascii: "\n")).compactMap { line in
+            let fields = line.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false).map(Substring.init)
             guard fields.count > 6, let dash = fields.firstIndex(of: "-"), dash >= 6, fields.count > dash + 2,
                   let id = Int(fields[0]) else { return nil }
             return MountEntry(
                 mountID: id, device: String(fields[2]), mountpoint: unescape(fields[4]),
-                mountOptions: fields[5].split(separator: ",").map(String.init), fsType: String(fields[dash + 1]),
+                mountOptions: options(fields[5]), fsType: String(fields[dash + 1]),
                 source: unescape(fields[dash + 2]),
-                superOptions: fields.count > dash + 3 ? fields[dash + 3].split(separator: ",").map(String.init) : [])
+                superOptions: fields.count > dash + 3 ? options(fields[dash + 3]) : [])
         }
+    }
+
+    private static func options(_ field: Substring) -> [String] {
+        field.utf8.split(separator: UInt8(ascii: ",")).map { String(Substring($0)) }
     }
 
     /// The mount at exactly `path` (the top one), if any.
@@ -154,6 +162,7 @@ public enum MountTable {
 
     /// mountinfo writes space, tab, newline and backslash as \ooo.
     public static func unescape(_ field: Substring) -> String {
+        guard field.utf8.contains(UInt8(ascii: "\\")) else { return String(field) }
         var bytes: [UInt8] = []
         var input = Array(field.utf8)[...]
         while let byte = input.popFirst() {

@@ -16,6 +16,9 @@ struct EcosystemStatusTests {
             // The pid is the driver's: its command line is this mount.
             let commandLine = readFileText("/proc/\(pid)/cmdline").split(separator: "\0").map(String.init)
             #expect(commandLine.contains("mount") && commandLine.contains(m.mountpoint), "\(commandLine)")
+            // The command forked it (one start of the program, not two):
+            // a second start would carry --ready-fd (issue 29).
+            #expect(!commandLine.contains("--ready-fd"), "\(commandLine)")
 
             // (Without MOUNTPOINT, status lists other tests' mounts too, stale
             // ones included: exit 2 is theirs.)
