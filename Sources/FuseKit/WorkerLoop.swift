@@ -143,9 +143,12 @@ private final class WorkerPool: @unchecked Sendable {
     }
 
     /// No worker starts after this; the ones that did, to be joined.
+    /// The pool lets go of them: each context holds the pool, so the pool
+    /// holding its contexts past this would keep both alive for good.
     func close() -> [(thread: pthread_t, context: WorkerContext)] {
         workers.withLock { workers in
             workers.closed = true
+            defer { workers.started = [] }
             return workers.started
         }
     }

@@ -4,6 +4,7 @@
 // mount; what the other commands do with a stale mountpoint; --recover in
 // the foreground; and --recover never touching a mount that is alive.
 
+import CLinux
 import Glibc
 import Testing
 
@@ -14,7 +15,18 @@ struct StaleMountTests {
     private func killBackgroundDriver(_ r: RulesMount) throws {
         let drivers = r.driverPIDs()
         try #require(drivers.count == 1, "drivers: \(drivers)")
+        // The process's end, not its command line: a dying process's
+        // cmdline reads empty once its memory is gone, before its
+        // descriptors (and /dev/fuse with them) are closed, which takes long
+        // for a sanitized driver's large mappings. A pidfd reads as ready
+        // only when the process has ended.
+        let process = asfs_pidfd_open(drivers[0])
         kill(drivers[0], SIGKILL)
+        if process >= 0 {
+            var ended = pollfd(fd: process, events: Int16(POLLIN), revents: 0)
+            #expect(poll(&ended, 1, 15_000) == 1, "the killed driver did not end within 15 s")
+            close(process)
+        }
         #expect(r.waitUntilNoDriver(), "the killed driver is still there")
         // Requests in flight while the kernel aborts the connection answer
         // ECONNABORTED; once it is aborted, new requests answer ENOTCONN.
