@@ -1,7 +1,6 @@
 import CFuse
 import CLinux
 import Glibc
-import Locking
 import POSIXHelpers
 import Synchronization
 
@@ -39,14 +38,22 @@ struct WorkerLoop {
         sem_init(finished, 0, 0)
         defer { sem_destroy(finished); finished.deallocate() }
 
-        // One worker to start with; each worker that takes a request when no
-        // other is idle starts the next, up to `threadCount` (as libfuse's
-        // own loop does). A mount that serves one caller at a time (a test's
-        // container) starts two threads, not `threadCount`: each thread
-        // started and joined showed in a test fixture's life.
-        let pool = WorkerPool(session: session, wakeSignal: wake, finished: finished, privateUmask: privateUmask,
-                              limit: max(1, threadCount))
-        guard pool.startWorker() else { return -EAGAIN }
+        // Workers start with every signal blocked (SIGTERM and the others
+        // go to the coordinator, whose waits they interrupt), then let the
+        // wake signal in.
+        var all = sigset_t(), saved = sigset_t()
+        sigfillset(&all)
+        pthread_sigmask(SIG_SETMASK, &all, &saved)
+        var workers: [(thread: pthread_t, context: WorkerContext)] = []
+        for _ in 0..<max(1, threadCount) {
+            let context = WorkerContext(session: session, wakeSignal: wake, finished: finished, privateUmask: privateUmask)
+            guard let thread = startThread({ context.serve() }) else { break }
+            workers.append((thread, context))
+        }
+        pthread_sigmask(SIG_SETMASK, &saved, nil)
+        if workers.isEmpty {
+            return -EAGAIN
+        }
 
         var done = 0
         // A signal sent to the process normally lands here (the workers
@@ -56,7 +63,6 @@ struct WorkerLoop {
             if wait(finished, milliseconds: 250) { done += 1 }
         }
         fuse_session_exit(session)
-        let workers = pool.close()
         // A worker may be between its check of the flag and its read when
         // the signal comes: signal again until every worker has returned.
         while done < workers.count {
@@ -67,8 +73,7 @@ struct WorkerLoop {
         var status: Int32 = 0
         for worker in workers {
             pthread_join(worker.thread, nil)
-            let failure = worker.context.failure.load(ordering: .acquiring)
-            if status == 0 { status = failure }
+            if status == 0 { status = worker.context.failure.load(ordering: .relaxed) }
         }
         return status
     }
@@ -90,82 +95,22 @@ struct WorkerLoop {
     }
 }
 
-/// The session's workers: started one at a time as requests need them, up
-/// to a limit, and handed to the coordinator to be joined once the loop ends.
-/// A thin wrapper of the session's and the semaphore's C pointers (libfuse's
-/// session calls and sem_post are safe from any thread); its own state is
-/// atomic or behind its lock.
-private final class WorkerPool: @unchecked Sendable {
+/// What one worker thread needs. A thin wrapper of the session's and the
+/// semaphore's C pointers (libfuse's session calls and sem_post are safe
+/// from any thread), shared by the worker and the coordinator.
+private final class WorkerContext: @unchecked Sendable {
     let session: OpaquePointer
     let wakeSignal: Int32
     let finished: UnsafeMutablePointer<sem_t>
     let privateUmask: Bool
-    private let limit: Int
-    /// Workers waiting for a request.
-    private let idle = Atomic<Int>(0)
-    private let workers = Locked<(started: [(thread: pthread_t, context: WorkerContext)], closed: Bool)>(([], false))
+    /// Written by the worker, read by the coordinator after the join.
+    let failure = Atomic<Int32>(0)
 
-    init(session: OpaquePointer, wakeSignal: Int32, finished: UnsafeMutablePointer<sem_t>, privateUmask: Bool, limit: Int) {
+    init(session: OpaquePointer, wakeSignal: Int32, finished: UnsafeMutablePointer<sem_t>, privateUmask: Bool) {
         self.session = session
         self.wakeSignal = wakeSignal
         self.finished = finished
         self.privateUmask = privateUmask
-        self.limit = limit
-    }
-
-    /// Starts a worker unless the limit is reached or the loop is ending.
-    /// It starts with every signal blocked (SIGTERM and the others go to
-    /// the coordinator, whose waits they interrupt), then lets the wake
-    /// signal in.
-    @discardableResult
-    func startWorker() -> Bool {
-        workers.withLock { workers in
-            guard !workers.closed, workers.started.count < limit else { return false }
-            var all = sigset_t(), saved = sigset_t()
-            sigfillset(&all)
-            pthread_sigmask(SIG_SETMASK, &all, &saved)
-            defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
-            let context = WorkerContext(pool: self)
-            guard let thread = startThread({ context.serve() }) else { return false }
-            idle.add(1, ordering: .relaxed)
-            workers.started.append((thread, context))
-            return true
-        }
-    }
-
-    /// A worker took a request: the last idle one starts another.
-    func busy() {
-        if idle.subtract(1, ordering: .relaxed).newValue == 0 { startWorker() }
-    }
-
-    func ready() {
-        idle.add(1, ordering: .relaxed)
-    }
-
-    /// No worker starts after this; the ones that did, to be joined.
-    /// The pool lets go of them: each context holds the pool, so the pool
-    /// holding its contexts past this would keep both alive for good.
-    func close() -> [(thread: pthread_t, context: WorkerContext)] {
-        workers.withLock { workers in
-            workers.closed = true
-            defer { workers.started = [] }
-            return workers.started
-        }
-    }
-}
-
-/// What one worker thread needs, shared by the worker and the coordinator.
-private final class WorkerContext: Sendable {
-    let pool: WorkerPool
-    var session: OpaquePointer { pool.session }
-    var wakeSignal: Int32 { pool.wakeSignal }
-    var finished: UnsafeMutablePointer<sem_t> { pool.finished }
-    var privateUmask: Bool { pool.privateUmask }
-    /// Written by the worker, read by the coordinator after the join.
-    let failure = Atomic<Int32>(0)
-
-    init(pool: WorkerPool) {
-        self.pool = pool
     }
 
     func serve() {
@@ -175,7 +120,7 @@ private final class WorkerContext: Sendable {
         if privateUmask {
             guard asfs_unshare_fs() == 0 else {
                 // Serving with the process's umask would store wrong modes.
-                failure.store(-errno, ordering: .releasing)
+                failure.store(-errno, ordering: .relaxed)
                 fuse_session_exit(session)
                 sem_post(finished)
                 return
@@ -193,16 +138,14 @@ private final class WorkerContext: Sendable {
             let received = fuse_session_receive_buf(session, &buffer)
             if received == -EINTR || received == -EAGAIN { continue }
             if received < 0 {
-                failure.store(received, ordering: .releasing)
+                failure.store(received, ordering: .relaxed)
                 fuse_session_exit(session)
             }
             // 0: the mount is gone (ENODEV; libfuse has set the exit flag)
             // or the session was asked to exit while reading.
             if received <= 0 { break }
-            pool.busy()
             if buffer.flags.rawValue & FUSE_BUF_IS_FD.rawValue == 0 { TmpfileRequest.mapToCreate(buffer.mem, length: Int(received)) }
             fuse_session_process_buf(session, &buffer)
-            pool.ready()
         }
         free(buffer.mem)
         sem_post(finished)
