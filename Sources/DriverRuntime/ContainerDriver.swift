@@ -117,10 +117,12 @@ public struct ContainerDriver: Sendable {
         let statusRecord = StatusFile.publish(settings.recordOptions(passthrough: mount.configuration.usesPassthrough),
                                               backing: backingPath, mountpoint: mountPath, appName: name,
                                               deviceState: settings.deviceState.rawValue)
-        logger.info("appsandboxfs \(Version.description): serving \(backingPath) at \(mountPath) as \(name) (pid \(getpid()), passthrough \(mount.configuration.usesPassthrough ? "asked for" : "off"))")
         // For `appsandboxfs lock|unlock|reboot`.
         let controlSocket = DeviceControl.serve(configuration.dataProtection, record: statusRecord)
         Daemon.reportReady(readyFD: readyFD)
+        // Said once `mount` has returned: a log line (syslog's socket, the
+        // time) is no part of being ready.
+        logger.info("appsandboxfs \(Version.description): serving \(backingPath) at \(mountPath) as \(name) (pid \(getpid()), passthrough \(mount.configuration.usesPassthrough ? "asked for" : "off"))")
         // Until the mount is gone (unmounted, SIGTERM or SIGINT); then tmp
         // is emptied (T2). `unmount` waits for this process to exit.
         let status = mount.serve { logger.warning("\($0)") }

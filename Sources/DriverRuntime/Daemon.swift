@@ -66,8 +66,8 @@ enum Daemon {
     }
 
     /// Whether this process runs one thread (/proc/self/stat's num_threads).
-    /// The checks before (MountTable's stale-mount probe) run a thread that
-    /// ends on its own a moment after it answered: waited for, 2 ms at most.
+    /// A stale-mount probe before (--recover) runs a thread that ends on
+    /// its own a moment after it answered: waited for, 2 ms at most.
     private static func singleThreaded() -> Bool {
         for _ in 0..<20 {
             if threadCount() == 1 { return true }

@@ -38,14 +38,17 @@ public enum MountChecks {
     }
 
     public static func mountpointUsable(_ path: String) throws {
-        // statfs reaches the driver where stat may be answered from the
-        // kernel's cache: a dead driver shows as ENOTCONN only there.
-        if MountTable.isStale(path) {
+        // Only a mount can be stale: the probe (a statfs on a thread of its
+        // own, which reaches the driver where stat may be answered from the
+        // kernel's cache) runs for a path the mount table lists, not for
+        // the plain folder a mountpoint usually is.
+        let mounted = MountTable.entry(at: path)
+        if mounted != nil && MountTable.isStale(path) {
             throw Failure("mountpoint \(path): a stale mount (its driver died: transport endpoint is not connected); run `appsandboxfs unmount \(path)` or mount with --recover")
         }
         try folder(path, role: "mountpoint")
-        if MountTable.isMounted(path) {
-            throw Failure("mountpoint \(path): already mounted (\(MountTable.entry(at: path)?.fsType ?? "?"))")
+        if let mounted {
+            throw Failure("mountpoint \(path): already mounted (\(mounted.fsType))")
         }
         guard let entries = try? FileManagerless.list(path) else {
             throw Failure("mountpoint \(path): cannot be read")

@@ -9,6 +9,7 @@ import SystemPackage
 struct BackupCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "backup",
+        _superCommandName: "appsandboxfs",
         abstract: "Write a backup archive of a container: exactly what backup-report counts as backed up (K3).",
         discussion: """
             CONTAINER is a backing directory or the mountpoint of a mounted container.

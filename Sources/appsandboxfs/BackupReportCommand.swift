@@ -8,6 +8,7 @@ import SandboxPolicy
 struct BackupReportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "backup-report",
+        _superCommandName: "appsandboxfs",
         abstract: "Show what an iOS backup of a container would hold, what it leaves out and why (K1), and what the Data Storage Guidelines advise against.",
         discussion: """
             CONTAINER is a backing directory or the mountpoint of a mounted container; on a

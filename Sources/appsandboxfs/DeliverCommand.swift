@@ -9,6 +9,7 @@ import POSIXHelpers
 struct DeliverCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "deliver",
+        _superCommandName: "appsandboxfs",
         abstract: "Put files into a container's Documents/Inbox, as Mail or AirDrop would (rule I6).",
         discussion: """
             CONTAINER is a backing directory or the mountpoint of a mounted container.

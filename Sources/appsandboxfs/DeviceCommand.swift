@@ -10,6 +10,7 @@ import SandboxPolicy
 struct DeviceCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "device",
+        _superCommandName: "appsandboxfs",
         abstract: "Make a device of many apps (part three).",
         discussion: """
             A device holds many apps' bundle, data and App Group containers, served by one

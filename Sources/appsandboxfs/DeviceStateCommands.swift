@@ -10,6 +10,7 @@ import SandboxPolicy
 struct LockCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "lock",
+        _superCommandName: "appsandboxfs",
         abstract: "Lock the device around a mounted container (data protection, P6).",
         discussion: """
             Class B (NSFileProtectionCompleteUnlessOpen) files cannot be opened from now on;
@@ -38,6 +39,7 @@ struct LockCommand: ParsableCommand {
 struct UnlockCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "unlock",
+        _superCommandName: "appsandboxfs",
         abstract: "Unlock the device around a mounted container: every class is usable again.",
         discussion: """
             Examples:
@@ -55,6 +57,7 @@ struct UnlockCommand: ParsableCommand {
 struct RebootCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "reboot",
+        _superCommandName: "appsandboxfs",
         abstract: "Restart the device around a mounted container: before first unlock (P7).",
         discussion: """
             Only NSFileProtectionNone files can then be opened or created, until `unlock`.

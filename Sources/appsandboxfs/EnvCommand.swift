@@ -8,6 +8,7 @@ import MountInfo
 struct EnvCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "env",
+        _superCommandName: "appsandboxfs",
         abstract: "Print the environment an iOS app sees in a mounted container (HOME, CFFIXED_USER_HOME, TMPDIR, XDG_*), as shell exports.",
         discussion: """
             CONTAINER_MOUNT is the mountpoint of a mounted container (or its backing

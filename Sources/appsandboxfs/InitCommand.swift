@@ -6,6 +6,7 @@ import SandboxPolicy
 struct InitCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "init",
+        _superCommandName: "appsandboxfs",
         abstract: "Lay out a new container: NAME.app, Documents/Inbox, Library (Application Support, Caches, Preferences), tmp.",
         discussion: """
             Examples:

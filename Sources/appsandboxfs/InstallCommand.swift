@@ -7,6 +7,7 @@ import Foundation
 struct InstallCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "install",
+        _superCommandName: "appsandboxfs",
         abstract: "Install an app on a device: a new bundle container with a copy of APPDIR, a data container, its group containers.",
         discussion: """
             Installing an id that is installed already is an update: a new bundle container,
@@ -64,6 +65,7 @@ struct InstallCommand: ParsableCommand {
 struct UninstallCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "uninstall",
+        _superCommandName: "appsandboxfs",
         abstract: "Remove an app from a device: its bundle and data containers, and each group container no other app lists.",
         discussion: """
             Exits 1 when the id is not installed, or (nothing removed) while the app is launched

@@ -11,6 +11,7 @@ import MountInfo
 struct LaunchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "launch",
+        _superCommandName: "appsandboxfs",
         abstract: "Run an installed app's executable confined, seeing only its own containers (as on iOS).",
         discussion: """
             Runs <Name>.app/<CFBundleExecutable> (from its Info.plist; else <Name>.app/<Name>)

@@ -7,6 +7,7 @@ import Foundation
 struct ListAppsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "listapps",
+        _superCommandName: "appsandboxfs",
         abstract: "List the apps installed on a device: bundle id, name, bundle path, data path, groups.",
         discussion: """
             Paths are through the mount. `launched`: a process of the app started by `launch`
@@ -59,6 +60,7 @@ struct ListAppsCommand: ParsableCommand {
 struct GetAppContainerCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "get_app_container",
+        _superCommandName: "appsandboxfs",
         abstract: "Print the path of an app's container, as `xcrun simctl get_app_container` does.",
         discussion: """
             app (the default): the .app folder; data: the data container; groups: one line per

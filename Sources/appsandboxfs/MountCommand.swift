@@ -5,6 +5,7 @@ import DriverRuntime
 struct MountCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mount",
+        _superCommandName: "appsandboxfs",
         abstract: "Mount a container's backing directory.",
         discussion: """
             Returns once the mount is ready, unless --foreground is given. -o takes the

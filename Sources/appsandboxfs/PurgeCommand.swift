@@ -7,6 +7,7 @@ import Glibc
 struct PurgeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "purge",
+        _superCommandName: "appsandboxfs",
         abstract: "Empty Library/Caches and tmp as iOS does when storage runs low (K2), keeping what is marked \"do not back up\".",
         discussion: """
             CONTAINER is a backing directory or the mountpoint of a mounted container, but

@@ -12,6 +12,7 @@ import SystemPackage
 struct RestoreCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "restore",
+        _superCommandName: "appsandboxfs",
         abstract: "Build a container from a backup archive, as a device restore does: Documents and Library from the archive, Library/Caches and tmp empty (K3).",
         discussion: """
             CONTAINER is a new backing directory (absent, or an empty folder), or with

@@ -6,6 +6,7 @@ import POSIXHelpers
 struct RunCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
+        _superCommandName: "appsandboxfs",
         abstract: "Run a command \"inside\" a mounted container: with the environment an iOS app sees there (see env).",
         discussion: """
             Sets HOME, CFFIXED_USER_HOME, TMPDIR and the XDG folders as `appsandboxfs env`

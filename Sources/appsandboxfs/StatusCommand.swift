@@ -8,6 +8,7 @@ import MountInfo
 struct StatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
+        _superCommandName: "appsandboxfs",
         abstract: "List the mounted containers: mountpoint, backing directory, app, driver pid, state and options.",
         discussion: """
             The mounts come from the kernel's mount table (type fuse.appsandboxfs, in this

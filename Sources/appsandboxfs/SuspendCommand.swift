@@ -11,6 +11,7 @@ import POSIXHelpers
 struct SuspendCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "suspend",
+        _superCommandName: "appsandboxfs",
         abstract: "Suspend a launched app (SIGSTOP); kill it instead if it holds a lock on a file in a group container (0xdead10cc).",
         discussion: """
             Every process of the app (each launch's processes and their descendants) is
@@ -56,6 +57,7 @@ struct SuspendCommand: ParsableCommand {
 struct ResumeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "resume",
+        _superCommandName: "appsandboxfs",
         abstract: "Continue a suspended app (SIGCONT).",
         discussion: """
             Exit status: 0 resumed; 1 when the app is not suspended.

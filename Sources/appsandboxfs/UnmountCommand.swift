@@ -9,6 +9,7 @@ import Spawning
 struct UnmountCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "unmount",
+        _superCommandName: "appsandboxfs",
         abstract: "Unmount a container (also a stale one whose driver died).",
         discussion: """
             Returns once the mount is gone and its driver has emptied tmp (unless mounted
@@ -39,18 +40,22 @@ struct UnmountCommand: ParsableCommand {
         if let entry = MountTable.entry(at: path), !entry.isContainer {
             throw Failure("\(path): not an appsandboxfs mount (it is \(entry.fsType)); nothing unmounted")
         }
-        // A stale mount (the driver died) can only be detached lazily.
+        // The driver's record goes as its session ends: find it first.
+        let driver = StatusFile.records().first { $0.alive && $0.record.mountpoint == path }?.record
+        // Tried first, stale or not: a mount that nothing holds goes away
+        // at once either way, and the stale-mount probe (a statfs on a
+        // thread of its own) is only needed to tell why it did not.
+        let (status, message) = Self.detach(path, lazy: false)
+        if status == 0 {
+            if let driver { Self.waitForExit(driver) }
+            return
+        }
+        guard MountTable.isMounted(path) else {
+            throw Failure("\(path): not mounted\(message.isEmpty ? "" : " (" + message + ")")")
+        }
+        // A stale mount (the driver died) is detached lazily without asking:
+        // nobody can use it any more. A live one that is busy only with --lazy.
         if !MountTable.isStale(path) {
-            // The driver's record goes as its session ends: find it first.
-            let driver = StatusFile.records().first { $0.alive && $0.record.mountpoint == path }?.record
-            let (status, message) = Self.detach(path, lazy: false)
-            if status == 0 {
-                if let driver { Self.waitForExit(driver) }
-                return
-            }
-            guard MountTable.isMounted(path) else {
-                throw Failure("\(path): not mounted\(message.isEmpty ? "" : " (" + message + ")")")
-            }
             let holders = MountUsers.holding(path)
             guard lazy else {
                 let who = holders.isEmpty ? "no process found holding it (\(message))" : "used by " + holders.joined(separator: "; ")
@@ -60,9 +65,9 @@ struct UnmountCommand: ParsableCommand {
                 FileHandleless.warn("\(path): busy (used by \(holders.joined(separator: "; "))); detaching it lazily (--lazy): it goes away when they let go")
             }
         }
-        let (status, message) = Self.detach(path, lazy: true)
-        if status == 0 { return }
-        throw Failure("\(path): cannot unmount: \(message.isEmpty ? "fusermount3 exited with \(status)" : message)")
+        let (lazyStatus, lazyMessage) = Self.detach(path, lazy: true)
+        if lazyStatus == 0 { return }
+        throw Failure("\(path): cannot unmount: \(lazyMessage.isEmpty ? "fusermount3 exited with \(lazyStatus)" : lazyMessage)")
     }
 }
 

@@ -6,6 +6,7 @@ import Glibc
 struct UpdateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "update",
+        _superCommandName: "appsandboxfs",
         abstract: "Install a new build of the app as an App Store update does: a new bundle, the data kept (U1-U4).",
         discussion: """
             The bundle becomes a copy of DIR (files, folders and symbolic links, with their
