@@ -122,7 +122,9 @@ fi
 # file (about 80 MB) that needs no Swift installation to run.
 flags=(-c "$configuration")
 if [ "$configuration" = release ]; then
-    flags+=(--static-swift-stdlib)
+    # No $ORIGIN run path: the program needs no library beside it, and the
+    # loader would look for libfuse3 in a dozen folders there at each start.
+    flags+=(--static-swift-stdlib --disable-local-rpath)
     commit=$(git describe --always --dirty 2>/dev/null || true)
     [ -z "$commit" ] || flags+=(-Xcc "-DAPPSANDBOXFS_COMMIT=\"$commit\"")
 fi
