@@ -124,11 +124,13 @@ public struct ContainerDriver: Sendable {
         // time) is no part of being ready.
         logger.info("appsandboxfs \(Version.description): serving \(backingPath) at \(mountPath) as \(name) (pid \(getpid()), passthrough \(mount.configuration.usesPassthrough ? "asked for" : "off"))")
         // Until the mount is gone (unmounted, SIGTERM or SIGINT); then tmp
-        // is emptied (T2). `unmount` waits for this process to exit.
+        // is emptied (T2). `unmount` waits for the `watch` it asked for on
+        // the control socket to end (or, without one, for this process).
         let status = mount.serve { logger.warning("\($0)") }
         if status != 0 { logger.error("\(mountPath): reading /dev/fuse failed: \(errorText(-status))") }
         statusRecord?.remove()
-        if let controlSocket { unlink(controlSocket) }
+        // Every `unmount` waiting on a `watch` returns now.
+        controlSocket?.finish()
         logger.info("\(mountPath): unmounted; exiting")
     }
 

@@ -13,7 +13,8 @@ struct UnmountCommand: ParsableCommand {
         abstract: "Unmount a container (also a stale one whose driver died).",
         discussion: """
             Returns once the mount is gone and its driver has emptied tmp (unless mounted
-            with --keep-tmp) and exited, so the container can be mounted again at once.
+            with --keep-tmp) and let go of the container (its process ends a moment
+            later), so the container can be mounted again at once.
             A busy mount (a file, working folder or mapping still open in it) is left
             mounted, and the processes keeping it busy are named; with --lazy it is
             detached at once instead and goes away when the last of them lets go (as
@@ -40,14 +41,20 @@ struct UnmountCommand: ParsableCommand {
         if let entry = MountTable.entry(at: path), !entry.isContainer {
             throw Failure("\(path): not an appsandboxfs mount (it is \(entry.fsType)); nothing unmounted")
         }
-        // The driver's record goes as its session ends: find it first.
+        // The driver's record goes as its session ends: find it first, and
+        // ask the driver to say when it has finished with the container.
         let driver = StatusFile.records().first { $0.alive && $0.record.mountpoint == path }?.record
+        var watch = driver.flatMap(DeviceControl.watch)
+        defer { if let watch { close(watch) } }
         // Tried first, stale or not: a mount that nothing holds goes away
         // at once either way, and the stale-mount probe (a statfs on a
         // thread of its own) is only needed to tell why it did not.
         let (status, message) = Self.detach(path, lazy: false)
         if status == 0 {
-            if let driver { Self.waitForExit(driver) }
+            if let driver {
+                Self.waitForDriver(driver, watch: watch)
+                watch = nil
+            }
             return
         }
         guard MountTable.isMounted(path) else {
@@ -84,9 +91,27 @@ extension UnmountCommand {
         return runTool("/usr/bin/fusermount3", lazy ? ["-u", "-z", path] : ["-u", path], capturingErrors: true)
     }
 
-    /// Waits until the driver has ended: after the mount is gone it empties
-    /// tmp (T2) and exits; returning earlier would let a new mount of the
-    /// container, or a look at tmp, race with that.
+    /// Waits until the driver has finished with the container: after the
+    /// mount is gone it empties tmp (T2), removes its record and ends the
+    /// `watch`, then exits; returning earlier would let a look at tmp race
+    /// with that. (A new mount of the container waits for the old driver's
+    /// tmp locks itself.) Without a `watch` (its control socket could not
+    /// be reached), until its process has ended.
+    static func waitForDriver(_ driver: MountRecord, watch: Int32?) {
+        let limit = 120_000
+        if let watch {
+            switch DeviceControl.waitForEnd(watch, milliseconds: limit) {
+            case .finished: return
+            case .refused: break
+            case .timedOut:
+                FileHandleless.warn("the driver (pid \(driver.pid)) has not finished 2 minutes after the unmount: tmp may not be empty yet")
+                return
+            }
+        }
+        waitForExit(driver)
+    }
+
+    /// Waits until the driver's process has ended.
     static func waitForExit(_ driver: MountRecord) {
         // A pidfd polls readable the moment the process ends: no polling
         // interval added to every unmount. Opened first, then the record

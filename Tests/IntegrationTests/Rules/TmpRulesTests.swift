@@ -4,6 +4,7 @@
 // never removes anything outside the backing tmp folder, whatever tmp holds.
 // An option keeps tmp across an unmount.
 
+import DriverRuntime
 import Glibc
 import Testing
 
@@ -283,6 +284,29 @@ struct TmpRulesTests {
                 #expect(left == 0, "round \(round): \(left ?? -1) entries still in tmp when unmount returned")
                 #expect(r.waitForDriverExit() == .exited(0), "\(r.stderrText())")
             }
+        }
+    }
+
+    /// What `unmount` waits on: a `watch` on the driver's control socket
+    /// stays open while the container is mounted, and ends only once the
+    /// driver has emptied tmp and removed its status record (its process
+    /// ends a moment later), so `unmount` no longer also waits for the
+    /// kernel to tear the process down.
+    @Test("T2 a `watch` on the driver's control socket ends only once tmp is emptied and the record removed, not before")
+    func watchEndsOnceTmpIsEmpty() throws {
+        try withRulesMount { r in
+            try r.mountForeground()
+            let pid = try #require(r.foregroundPID)
+            let record = try #require(StatusFile.records().first { $0.record.pid == pid }?.record)
+            let early = try #require(DeviceControl.watch(record))
+            #expect(DeviceControl.waitForEnd(early, milliseconds: 300) == .timedOut, "a watch ended while mounted")
+            try Self.fillTmp(r.path("tmp"), count: 2_000)
+            let watch = try #require(DeviceControl.watch(record))
+            #expect(runProcess(["fusermount3", "-u", r.mountpoint]).status == 0)
+            #expect(DeviceControl.waitForEnd(watch, milliseconds: 30_000) == .finished)
+            #expect(RulesSys.list(r.backingPath("tmp")).rulesValue == [], "tmp not yet empty when the watch ended")
+            #expect(!StatusFile.records().contains { $0.record.pid == pid }, "the record still there when the watch ended")
+            #expect(r.waitForDriverExit() == .exited(0), "\(r.stderrText())")
         }
     }
 
