@@ -117,12 +117,14 @@ public struct ContainerDriver: Sendable {
         let statusRecord = StatusFile.publish(settings.recordOptions(passthrough: mount.configuration.usesPassthrough),
                                               backing: backingPath, mountpoint: mountPath, appName: name,
                                               deviceState: settings.deviceState.rawValue)
+        // Logged before the control socket's thread starts: that thread's
+        // first use of the Swift runtime's metadata, concurrent with this
+        // thread's, once livelocked a forked driver (two threads spinning
+        // in swift_once and a PI futex, under AddressSanitizer).
+        logger.info("appsandboxfs \(Version.description): serving \(backingPath) at \(mountPath) as \(name) (pid \(getpid()), passthrough \(mount.configuration.usesPassthrough ? "asked for" : "off"))")
         // For `appsandboxfs lock|unlock|reboot`.
         let controlSocket = DeviceControl.serve(configuration.dataProtection, record: statusRecord)
         Daemon.reportReady(readyFD: readyFD)
-        // Said once `mount` has returned: a log line (syslog's socket, the
-        // time) is no part of being ready.
-        logger.info("appsandboxfs \(Version.description): serving \(backingPath) at \(mountPath) as \(name) (pid \(getpid()), passthrough \(mount.configuration.usesPassthrough ? "asked for" : "off"))")
         // Until the mount is gone (unmounted, SIGTERM or SIGINT); then tmp
         // is emptied (T2). `unmount` waits for the `watch` it asked for on
         // the control socket to end (or, without one, for this process).

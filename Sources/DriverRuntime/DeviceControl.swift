@@ -49,7 +49,7 @@ public enum DeviceControl {
         }
         let owner = geteuid()
         let control = ControlSocket(path: path)
-        Thread.detachNewThread {
+        let started = startThread(detached: true) {
             while true {
                 let client = accept(fd, nil, nil)
                 if client < 0 {
@@ -60,6 +60,12 @@ public enum DeviceControl {
                     close(client)
                 }
             }
+        }
+        guard started != nil else {
+            FileHandleless.warn("\(path): cannot start the control socket's thread: \(errorText(errno)) (appsandboxfs lock/unlock/reboot will not reach this mount)")
+            close(fd)
+            unlink(path)
+            return nil
         }
         return control
     }
