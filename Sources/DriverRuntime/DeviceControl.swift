@@ -1,6 +1,5 @@
 import MountInfo
 import AppSandboxFS
-import Foundation
 import Glibc
 import POSIXHelpers
 import SandboxPolicy
@@ -243,12 +242,6 @@ public enum DeviceControl {
             let text = String(decoding: answer, as: UTF8.self)
             return text == "ok\n" || text.isEmpty ? .finished : .refused
         }
-    }
-
-    private static func monotonicMilliseconds() -> Int {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return now.tv_sec * 1_000 + now.tv_nsec / 1_000_000
     }
 
     // MARK: Plumbing

@@ -93,6 +93,13 @@ public func readFile(_ path: String) -> (bytes: [UInt8], error: Int32) {
     return readToEnd(fd)
 }
 
+/// Milliseconds on the monotonic clock: for deadlines of bounded waits.
+public func monotonicMilliseconds() -> Int {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return Int(now.tv_sec) * 1_000 + Int(now.tv_nsec) / 1_000_000
+}
+
 /// The whole file at `path` as text (UTF-8), nil when it cannot be opened
 /// or read.
 public func readText(_ path: String) -> String? {

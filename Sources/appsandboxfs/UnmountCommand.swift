@@ -150,10 +150,4 @@ extension UnmountCommand {
         }
         return false
     }
-
-    private static func monotonicMilliseconds() -> Int {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return now.tv_sec * 1_000 + now.tv_nsec / 1_000_000
-    }
 }
