@@ -559,6 +559,14 @@ DEFAULT_SYSTEMS = ["native", "passthrough_ll", "bindfs", "appsandboxfs", "appsan
 # which the command line's life has three (init, mount, unmount; mount
 # forks the driver).
 FIXTURE_KINDS = ("bindfs", "in-process", "driver program", "command line", "start")
+# With --appsandboxfs-before, the command line's life of that build too,
+# taking its turn with the others (a before/after in one run).
+BEFORE_KIND = "command line (before)"
+
+
+def fixture_kinds(tools):
+    """The kinds of life this run lives, in turn."""
+    return FIXTURE_KINDS + ((BEFORE_KIND,) if tools.get("appsandboxfs_before") else ())
 # Goals (issue 29), as a multiple of bindfs's life.
 FIXTURE_GOALS = {"in-process": 2.0, "command line": 6.0}
 
@@ -677,13 +685,16 @@ def fixture_round(base, sizes, tools, results, log):
     bench = FixtureBench(tools["fixture_bench"], folder, tools)
     try:
         for cycle in range(1 + sizes.fixtures):
-            shift = cycle % len(FIXTURE_KINDS)
-            for kind in FIXTURE_KINDS[shift:] + FIXTURE_KINDS[:shift]:
+            kinds = fixture_kinds(tools)
+            shift = cycle % len(kinds)
+            for kind in kinds[shift:] + kinds[:shift]:
                 life_folder = folder / f"{kind.replace(' ', '-')}-{cycle}"
                 if kind == "bindfs":
                     numbers = bindfs_life(life_folder, tools)
                 elif kind == "command line":
                     numbers = command_line_life(life_folder, tools)
+                elif kind == BEFORE_KIND:
+                    numbers = command_line_life(life_folder, {**tools, "appsandboxfs": tools["appsandboxfs_before"]})
                 elif kind == "start":
                     numbers = program_start(life_folder, tools)
                 else:
@@ -713,7 +724,7 @@ def fixture_table(results, rounds_of, cycles):
         values = [life[key] for life in results[kind] if key in life]
         return statistics.median(values) if values else None
 
-    kinds = [k for k in FIXTURE_KINDS if results.get(k) and k != "start"]
+    kinds = [k for k in FIXTURE_KINDS + (BEFORE_KIND,) if results.get(k) and k != "start"]
     lines = ["| fixture life (medians of %d lives each) | " % cycles + " | ".join(kinds) + " |",
              "|---|" + "---|" * len(kinds)]
     base = median("bindfs", "life")
@@ -734,7 +745,7 @@ def fixture_table(results, rounds_of, cycles):
     if "cpu" in results.get("in-process", [{}])[0]:
         lines.append("| CPU time of the test process per life | — | " + ms(median("in-process", "cpu"))
                      + (" | " + ms(median("driver program", "cpu")) if "driver program" in kinds else "")
-                     + (" | —" if "command line" in kinds else "") + " |")
+                     + (" | —" if "command line" in kinds else "") + (" | —" if BEFORE_KIND in kinds else "") + " |")
     lines.append("")
     for kind, goal in FIXTURE_GOALS.items():
         if kind in kinds and base:
@@ -983,7 +994,7 @@ def main():
                 run("tar", "-cf", ctx["tarball"], "-C", tree.parent, tree.name)
             results = {s: {m.key: [] for m in METRICS} for s in systems}
             usage = {s: [] for s in systems}
-            lives = {kind: [] for kind in FIXTURE_KINDS}
+            lives = {kind: [] for kind in fixture_kinds(tools)}
             lives_per_round = []
             started = time.time()
             loads = [load_average()]
@@ -996,8 +1007,8 @@ def main():
                 if fixtures:
                     if args.max_busy is not None:
                         wait_for_quiet(args.max_busy, log)
-                    log(f"round {number + 1}/{args.rounds}: fixture lives, {', '.join(FIXTURE_KINDS)} in turn")
-                    this_round = {kind: [] for kind in FIXTURE_KINDS}
+                    log(f"round {number + 1}/{args.rounds}: fixture lives, {', '.join(fixture_kinds(tools))} in turn")
+                    this_round = {kind: [] for kind in fixture_kinds(tools)}
                     fixture_round(base, sizes, tools, this_round, log)
                     for kind, numbers in this_round.items():
                         lives[kind] += numbers
@@ -1014,7 +1025,7 @@ def main():
                   "seconds for all threads' files; in brackets the ratio to native):\n\n"
                   + parallel_table(systems, results))
     if fixtures:
-        table += ("\nFixture lives, the four kinds in turn life by life:\n\n"
+        table += ("\nFixture lives, the kinds in turn life by life:\n\n"
                   + fixture_table(lives, lambda kind: [r[kind] for r in lives_per_round], sizes.fixtures * args.rounds))
     extra = f", mounted with {args.appsandboxfs_args!r}" if args.appsandboxfs_args else ""
     note = (f"Machine: {state}; CPUs {busy:.0f}% busy just before. "
