@@ -101,7 +101,14 @@ public enum DeviceControl {
             case ("reboot", 1): protection.reboot()
             case ("state", 1): break
             case ("watch", 1):
+                // Bounded: each kept connection is a descriptor the driver
+                // needs for the files it serves.
+                guard control.hasRoom() else {
+                    reply(client, "error \(ControlSocket.mostWatchers) unmounts already wait on this driver")
+                    return false
+                }
                 reply(client, "ok")
+                // Never touched again here: `finish` may close it any time.
                 return control.keep(client)
             default:
                 reply(client, "error unknown request \(line)")
@@ -326,12 +333,13 @@ public final class ControlSocket: Sendable {
 
     init(path: String) { self.path = path }
 
-    /// Keeps a `watch` connection until `finish`; false (the caller closes
-    /// it) once finished.
-    fileprivate func keep(_ client: Int32) -> Bool {
+    /// The most `watch` connections kept at once.
+    static let mostWatchers = 64
+
+    /// Whether another `watch` may be kept (those whose `unmount` gave up,
+    /// a busy mount, are let go first).
+    fileprivate func hasRoom() -> Bool {
         watchers.withLock { state in
-            guard !state.finished else { return false }
-            // Those whose `unmount` gave up (a busy mount) go first.
             state.open.removeAll { fd in
                 // A Unix socket whose peer closed polls POLLHUP.
                 var entry = pollfd(fd: fd, events: 0, revents: 0)
@@ -339,6 +347,15 @@ public final class ControlSocket: Sendable {
                 close(fd)
                 return true
             }
+            return state.open.count < Self.mostWatchers
+        }
+    }
+
+    /// Keeps a `watch` connection until `finish`; false (the caller closes
+    /// it) once finished.
+    fileprivate func keep(_ client: Int32) -> Bool {
+        watchers.withLock { state in
+            guard !state.finished else { return false }
             state.open.append(client)
             return true
         }

@@ -310,6 +310,36 @@ struct TmpRulesTests {
         }
     }
 
+    /// Each kept `watch` is a descriptor of the driver's: at most 64 are
+    /// kept; one more is refused (its `unmount` then waits for the process),
+    /// and those whose caller went make room again.
+    @Test("T2 at most 64 `watch` connections are kept: the 65th is refused, a closed one makes room, and unmount still works")
+    func watchesAreBounded() throws {
+        try withRulesMount { r in
+            try r.mountForeground()
+            let pid = try #require(r.foregroundPID)
+            let record = try #require(StatusFile.records().first { $0.record.pid == pid }?.record)
+            var kept: [Int32] = []
+            defer { kept.forEach { close($0) } }
+            for _ in 0..<64 {
+                let fd = try #require(DeviceControl.watch(record))
+                var byte: [UInt8] = [0, 0, 0]
+                #expect(recv(fd, &byte, 3, Int32(MSG_WAITALL)) == 3 && byte == Array("ok\n".utf8))
+                kept.append(fd)
+            }
+            let refused = try #require(DeviceControl.watch(record))
+            #expect(DeviceControl.waitForEnd(refused, milliseconds: 5_000) == .refused)
+            close(kept.removeLast())
+            let again = try #require(DeviceControl.watch(record))
+            #expect(DeviceControl.waitForEnd(again, milliseconds: 300) == .timedOut, "a closed watch made no room")
+            try writeFile(r.path("tmp/scratch.txt"), "scratch\n")
+            let result = r.run(["unmount", r.mountpoint])
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(RulesSys.list(r.backingPath("tmp")).rulesValue == [])
+            #expect(r.waitForDriverExit() == .exited(0), "\(r.stderrText())")
+        }
+    }
+
     /// flock needs only a descriptor, and the backing folder and its tmp
     /// (0755) may be opened by any local user. The locks that order drivers
     /// around tmp are files in the driver's own state folder, so locks other
