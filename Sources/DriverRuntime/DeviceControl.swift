@@ -3,7 +3,7 @@ import AppSandboxFS
 import Glibc
 import POSIXHelpers
 import SandboxPolicy
-import Synchronization
+import Locking
 
 /// How `appsandboxfs lock|unlock|reboot MOUNTPOINT` reach the driver of a
 /// mount: a Unix socket beside its status record, `<state dir>/<pid>.control`,
@@ -329,7 +329,7 @@ public enum DeviceControl {
 /// the `unmount`s waiting for the driver to finish with the container.
 public final class ControlSocket: Sendable {
     public let path: String
-    private let watchers = Mutex<(open: [Int32], finished: Bool)>(([], false))
+    private let watchers = Locked<(open: [Int32], finished: Bool)>(([], false))
 
     init(path: String) { self.path = path }
 
