@@ -28,11 +28,13 @@ fi
 # Drivers.
 mkdir -p "$out"
 echo "Building appsandboxfs (release)..." >&2
-# As setup.sh installs it: the Swift runtime linked statically.
-(cd "$repo" && swift build -c release --static-swift-stdlib --disable-local-rpath --product appsandboxfs --scratch-path .build-bench >&2)
+# As setup.sh installs it (mount-scripts/release-flags.sh).
+source "$repo/mount-scripts/release-flags.sh"
+release_flags_for "$repo/.build-bench"
+(cd "$repo" && swift build "${release_flags[@]}" --product appsandboxfs --scratch-path .build-bench >&2)
 appsandboxfs="$repo/.build-bench/release/appsandboxfs"
 # AppSandboxTesting's fixture rows (bench/FixtureBench), built the same way.
-(cd "$repo" && swift build -c release --static-swift-stdlib --disable-local-rpath --product fixture-bench --scratch-path .build-bench >&2)
+(cd "$repo" && swift build "${release_flags[@]}" --product fixture-bench --scratch-path .build-bench >&2)
 fixture_bench="$repo/.build-bench/release/fixture-bench"
 
 examples=/usr/share/doc/libfuse3-dev/examples

@@ -115,16 +115,13 @@ if ! grep -qs '^user_allow_other' /etc/fuse.conf; then
 fi
 
 # The build names its commit (appsandboxfs --version), for a release build;
-# a debug build shares its flags with `swift build --build-tests`.
-# A release build links the Swift runtime and Foundation statically: every
-# verb starts in about half the time (5.6 ms against 10.1 ms for
-# `appsandboxfs --version`, and `mount` starts two processes), for a larger
-# file (about 80 MB) that needs no Swift installation to run.
+# a debug build shares its flags with `swift build --build-tests`. What a
+# release build links, and why: release-flags.sh.
 flags=(-c "$configuration")
 if [ "$configuration" = release ]; then
-    # No $ORIGIN run path: the program needs no library beside it, and the
-    # loader would look for libfuse3 in a dozen folders there at each start.
-    flags+=(--static-swift-stdlib --disable-local-rpath)
+    source mount-scripts/release-flags.sh
+    release_flags_for .build
+    flags=("${release_flags[@]}")
     commit=$(git describe --always --dirty 2>/dev/null || true)
     [ -z "$commit" ] || flags+=(-Xcc "-DAPPSANDBOXFS_COMMIT=\"$commit\"")
 fi
