@@ -45,6 +45,11 @@ public final class SandboxFileSystem: FileSystemOperations {
     /// noted once mounted: where the mountpoint's path must still lead for
     /// an absolute link target to count as inside (E1, E2).
     let mountedDevice = Locked<String?>(nil)
+    /// The same device as stat(2)'s st_dev, for the driver's status record
+    /// (one read of the mount table serves both).
+    public var mountedDeviceNumber: UInt64? {
+        mountedDevice.withLock { $0 }.flatMap { MountEntry.deviceNumber(of: $0) }
+    }
     /// Whether the driver runs as root, which alone can give a file it
     /// creates to another user (`giveToCaller`).
     let driverIsRoot = geteuid() == 0

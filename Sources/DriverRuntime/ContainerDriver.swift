@@ -116,6 +116,7 @@ public struct ContainerDriver: Sendable {
         // on the loop's first request: the transport logs it then.)
         let statusRecord = StatusFile.publish(settings.recordOptions(passthrough: mount.configuration.usesPassthrough),
                                               backing: backingPath, mountpoint: mountPath, appName: name,
+                                              device: mount.fileSystem.mountedDeviceNumber,
                                               deviceState: settings.deviceState.rawValue)
         // Logged before the control socket's thread starts: that thread's
         // first use of the Swift runtime's metadata, concurrent with this

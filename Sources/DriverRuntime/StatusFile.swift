@@ -1,6 +1,5 @@
 import Foundation
 import Glibc
-import MountInfo
 import SystemPackage
 
 /// What a driver says about itself, for `appsandboxfs status`: the kernel's
@@ -154,12 +153,12 @@ public enum StatusFile {
     /// Called by the driver once its mount is ready. Never fails the mount:
     /// when the record cannot be written, `status` shows the mount without
     /// a pid, and a warning says why.
+    /// `device` is the mount's st_dev as the file system read it from the
+    /// mount table (not stat(2): the mount is not served yet, and a stat
+    /// would wait for this very driver).
     static func publish(_ options: MountRecord.Options, backing: String, mountpoint: String, appName: String,
-                        deviceState: String) -> Published? {
+                        device: UInt64?, deviceState: String) -> Published? {
         let pid = getpid()
-        // From the mount table, not stat(2): the mount is not served yet,
-        // and a stat would wait for this very driver (a deadlock).
-        let device = MountTable.entry(at: mountpoint)?.deviceNumber
         let record = MountRecord(
             pid: pid, processStart: processStartTime(pid) ?? 0, mountpoint: mountpoint, backing: backing,
             appName: appName, started: iso8601(Date()), options: options, device: device, version: Version.description,

@@ -36,7 +36,10 @@ public struct MountEntry: Sendable, Equatable {
     public var isContainer: Bool { fsType == MountTable.containerType }
 
     /// st_dev of the mount's root as stat reports it.
-    public var deviceNumber: UInt64? {
+    public var deviceNumber: UInt64? { Self.deviceNumber(of: device) }
+
+    /// st_dev for a "major:minor" of the mount table.
+    public static func deviceNumber(of device: String) -> UInt64? {
         let parts = device.split(separator: ":")
         guard parts.count == 2, let major = UInt64(parts[0]), let minor = UInt64(parts[1]) else { return nil }
         // glibc's makedev.

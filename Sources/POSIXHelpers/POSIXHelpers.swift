@@ -30,13 +30,20 @@ public func isFolderOrLinkToOne(_ path: String) -> Bool {
 /// end of the file).
 public func readToEnd(_ fd: Int32, chunk: Int = 65536) -> (bytes: [UInt8], error: Int32) {
     var bytes: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: chunk)
     while true {
-        let count = read(fd, &buffer, buffer.count)
-        if count < 0 && errno == EINTR { continue }
-        if count < 0 { return (bytes, errno) }
-        if count == 0 { return (bytes, 0) }
-        bytes += buffer[0..<count]
+        var failure: Int32 = 0
+        // Read into uninitialized memory: zeroing the whole chunk first (a
+        // 64 KiB memset, and a page fault per page of it) cost a fresh
+        // driver more than the read of the mount table it was for.
+        let piece = [UInt8](unsafeUninitializedCapacity: chunk) { buffer, initialized in
+            var count = read(fd, buffer.baseAddress, chunk)
+            while count < 0 && errno == EINTR { count = read(fd, buffer.baseAddress, chunk) }
+            if count < 0 { failure = errno }
+            initialized = max(count, 0)
+        }
+        if failure != 0 { return (bytes, failure) }
+        if piece.isEmpty { return (bytes, 0) }
+        if bytes.isEmpty { bytes = piece } else { bytes += piece }
     }
 }
 

@@ -89,6 +89,25 @@ struct EcosystemStatusTests {
         }
     }
 
+    @Test("The driver's record names the mount's device as stat(2) gives it (what ties a record to its mount)")
+    func recordNamesTheDevice() throws {
+        try withEcoMount(isolatedState: true) { m in
+            let state = try #require(m.stateDirectory)
+            let pid = try m.mountInBackground()
+            defer { _ = m.appsandboxfs(["unmount", m.mountpoint]) }
+            let text = try String(contentsOfFile: state + "/\(pid).json", encoding: .utf8)
+            let record = try #require(jsonObject(text))
+            var status = stat()
+            try #require(stat(m.mountpoint, &status) == 0)
+            let device = try #require(record["device"] as? NSNumber, "\(text)")
+            #expect(device.uint64Value == UInt64(status.st_dev), "record \(device), stat \(status.st_dev)")
+            // The root of the backing folder is another device: the record is the mount's.
+            var backing = stat()
+            try #require(stat(m.backing, &backing) == 0)
+            #expect(backing.st_dev != status.st_dev)
+        }
+    }
+
     @Test("A killed driver: its mount is stale (exit 2), then after unmount its record is gone, and the next mount removes it")
     func staleAndGone() throws {
         try withEcoMount(isolatedState: true) { m in
