@@ -147,7 +147,7 @@ enum Daemon {
     static func warn(_ message: String, readyFD: Int32?) {
         FileHandleless.warn(message)
         guard let readyFD else { return }
-        var bytes = Array("warning: \(message.replacingOccurrences(of: "\n", with: " "))\n".utf8)
+        var bytes = Array("warning: \(onOneLine(message))\n".utf8)
         _ = write(readyFD, &bytes, bytes.count)
     }
 

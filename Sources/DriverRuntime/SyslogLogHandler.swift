@@ -31,7 +31,7 @@ struct SyslogLogHandler: LogHandler {
     func log(event: LogEvent) {
         let daemonFacility = 3
         let priority = daemonFacility * 8 + Self.severity(event.level)
-        let text = "\(event.message)".replacingOccurrences(of: "\n", with: " ")
+        let text = onOneLine("\(event.message)")
         socket.send("<\(priority)>\(Self.timestamp()) \(identifier)[\(getpid())]: \(text)")
     }
 
@@ -56,6 +56,15 @@ struct SyslogLogHandler: LogHandler {
         let count = strftime(&buffer, buffer.count, "%b %e %H:%M:%S", &parts)
         return String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
+}
+
+/// `text` with each newline made a space: one message, one line (of syslog,
+/// of the start's pipe). By bytes, with the standard library alone: the
+/// driver's first message is logged before it says "ready", and Foundation's
+/// replacingOccurrences cost 0.24 ms at its first use there.
+func onOneLine(_ text: String) -> String {
+    guard text.utf8.contains(UInt8(ascii: "\n")) else { return text }
+    return String(decoding: text.utf8.map { $0 == UInt8(ascii: "\n") ? UInt8(ascii: " ") : $0 }, as: UTF8.self)
 }
 
 /// The datagram socket to the system log of one handler (one per Logger
