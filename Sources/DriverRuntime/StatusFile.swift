@@ -111,6 +111,11 @@ public struct MountRecord: Codable, Equatable, Sendable {
     }
 }
 
+/// A record with a number JSON cannot hold (a cache timeout that is not finite).
+struct RecordNotWritable: Error, CustomStringConvertible {
+    var description: String { "a value of the record has no JSON form" }
+}
+
 public enum StatusFile {
     /// Where records live.
     public static var directory: String {
@@ -146,7 +151,8 @@ public enum StatusFile {
             guard let data = folder.read(name),
                   var record = try? JSONDecoder().decode(MountRecord.self, from: Data(data)) else { return }
             record.deviceState = deviceState
-            try? folder.write(name, Array(JSONOutput.data(record)))
+            guard let text = record.jsonText() else { return }
+            try? folder.write(name, Array(text.utf8))
         }
     }
 
@@ -168,7 +174,8 @@ public enum StatusFile {
             let folder = try StateFolder(path, create: true)
             pruneDeadRecords(in: folder)
             let name = "\(pid).json"
-            try folder.write(name, Array(JSONOutput.data(record)))
+            guard let text = record.jsonText() else { throw RecordNotWritable() }
+            try folder.write(name, Array(text.utf8))
             return Published(folder: folder, name: name)
         } catch {
             FileHandleless.warn("cannot write the status record in \(path) (`appsandboxfs status` will not show this driver's pid and options): \(error)")
