@@ -3,10 +3,14 @@
 # and with ThreadSanitizer, runs the integration tests against each build
 # (the tests find the driver through APPSANDBOXFS_BIN), and fails if a
 # sanitizer reported anything. Needs root and /dev/fuse, like test.sh.
+# The same way, the integration tests run against the release build as
+# setup.sh installs it (mount-scripts/release-flags.sh: its linker, static
+# libstdc++ and metadata accessors are not what a debug build uses).
 #
 #   bash mount-scripts/sanitizers.sh              # address, then thread
 #   bash mount-scripts/sanitizers.sh thread       # one of them
 #   bash mount-scripts/sanitizers.sh inprocess    # the in-process fixture's tests, the test binary built with ThreadSanitizer
+#   bash mount-scripts/sanitizers.sh release      # the release build, no sanitizer (its tests pass or fail alone)
 #   SANITIZER_FILTER=Reliability bash mount-scripts/sanitizers.sh address
 #
 # Every sanitized process (the driver and the other verbs the tests run)
@@ -87,8 +91,9 @@ export DIFF_EVERY_OPS=${DIFF_EVERY_OPS:-600}
 export STRESS_OPS=${STRESS_OPS:-300}
 export CONCURRENCY_OPS=${CONCURRENCY_OPS:-500}
 # The stress test's memory bounds do not hold for a sanitized driver (ASan
-# keeps freed memory in quarantine); its descriptor checks still run.
-export RELIABILITY_SANITIZED=1
+# keeps freed memory in quarantine); its descriptor checks still run. Set
+# for the sanitized kinds below, not for the release build.
+sanitized=1
 
 failed=0
 for kind in "${kinds[@]}"; do
@@ -101,17 +106,28 @@ for kind in "${kinds[@]}"; do
         # from threads of the test process itself: there the tests are what
         # must be built with ThreadSanitizer (the driver beside them too).
         inprocess) build=.build-tsan-tests; test_scratch=$build; test_filter=${INPROCESS_FILTER:-InProcessFixture|CrashSafety} ;;
-        *) echo "sanitizers: unknown sanitizer $kind (address, thread or inprocess)" >&2; exit 64 ;;
+        release) build=.build-release ;;
+        *) echo "sanitizers: unknown sanitizer $kind (address, thread, inprocess or release)" >&2; exit 64 ;;
     esac
-    echo "sanitizers: building the driver with --sanitize $kind ($build)"
+    sanitized=1
     start=$SECONDS
     if [ "$kind" = inprocess ]; then
+        echo "sanitizers: building the tests with --sanitize thread ($build)"
         swift build --scratch-path "$build" --sanitize thread --build-tests 2>&1 | tail -n 1
+    elif [ "$kind" = release ]; then
+        echo "sanitizers: building the driver as setup.sh does, release ($build)"
+        # shellcheck source=mount-scripts/release-flags.sh
+        source mount-scripts/release-flags.sh
+        release_flags_for "$build"
+        swift build --scratch-path "$build" "${release_flags[@]}" --product appsandboxfs 2>&1 | tail -n 1
+        sanitized=0
     else
+        echo "sanitizers: building the driver with --sanitize $kind ($build)"
         swift build --scratch-path "$build" --sanitize "$kind" --product appsandboxfs 2>&1 | tail -n 1
     fi
     step $start "building the $kind driver"
-    driver="$(realpath "$(swift build --scratch-path "$build" --show-bin-path)")/appsandboxfs"
+    configuration=debug; [ "$kind" != release ] || configuration=release
+    driver="$(realpath "$(swift build --scratch-path "$build" -c "$configuration" --show-bin-path)")/appsandboxfs"
     # The Foundation bridge that `run`, `env` and `launch` preload lies
     # beside the driver (docs/foundation.md): the normal build's, not a
     # sanitized one (every program run would need the sanitizer's runtime).
@@ -128,6 +144,9 @@ for kind in "${kinds[@]}"; do
     status=0
     keep_logs=0
     start=$SECONDS
+    marks=()
+    [ "$sanitized" = 0 ] || marks+=(RELIABILITY_SANITIZED=1)
+    env "${marks[@]}" \
     APPSANDBOXFS_BIN="$driver" \
     ASAN_OPTIONS="log_path=$logs/asan:detect_leaks=1:abort_on_error=0:allocator_may_return_null=1" \
     LSAN_OPTIONS="exitcode=0:suppressions=$PWD/mount-scripts/sanitizers-leaks.supp:print_suppressions=0" \

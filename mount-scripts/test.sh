@@ -4,7 +4,7 @@
 # the integration tests again against the driver built
 # with AddressSanitizer and with ThreadSanitizer, and the in-process
 # fixture's tests built with ThreadSanitizer (sanitizers.sh), which fail on
-# any sanitizer report.
+# any sanitizer report, and against the release build as setup.sh makes it.
 #
 #   bash mount-scripts/test.sh                    # all of it (CI)
 #   bash mount-scripts/test.sh --filter Rules     # some tests, no sanitizers
@@ -32,5 +32,5 @@ if [ "${NONROOT:-1}" != 0 ] && [ $# -eq 0 ]; then
     bash mount-scripts/nonroot.sh
 fi
 if [ "${SANITIZERS:-1}" != 0 ] && [ $# -eq 0 ]; then
-    bash mount-scripts/sanitizers.sh address thread inprocess
+    bash mount-scripts/sanitizers.sh address thread inprocess release
 fi
