@@ -69,9 +69,12 @@ public struct Device: Sendable {
 
     /// Writes a new XML property list `name` in `folder`, owned by `owner`
     /// (nil: the driver's user), mode 0644.
-    static func writePlist(_ plist: [String: Any], named name: String, in folder: Int32, path: String,
-                           owner: (uid: uid_t, gid: gid_t)?) throws {
-        let data = try PropertyListSerialization.data(fromPropertyList: plist, format: .xml, options: 0)
+    static func writePlist<Plist: Encodable>(_ plist: Plist, named name: String, in folder: Int32, path: String,
+                                             owner: (uid: uid_t, gid: gid_t)?) throws {
+        // PropertyListEncoder: see ContainerMetadata for why not PropertyListSerialization.
+        let encoder = PropertyListEncoder()
+        encoder.outputFormat = .xml
+        let data = try encoder.encode(plist)
         let fd = openat(folder, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw ContainerError("\(path)/\(name): \(errorText(errno))") }
         defer { close(fd) }

@@ -80,7 +80,7 @@ public struct DeviceInstaller {
         // G1: each group made at the first install of an app listing it.
         for group in groups where before.groupContainers[group] == nil {
             try build(in: staging, root: root, into: ContainerLayout.groupContainersPath, owner: who,
-                      metadata: [DeviceCatalog.identifierKey: group, DeviceCatalog.contentClassKey: 7]) { folder, path in
+                      metadata: ContainerMetadata(identifier: group, contentClass: 7)) { folder, path in
                 try Device.layOutGroup(in: folder, path: path, owner: who)
             }
         }
@@ -90,7 +90,7 @@ public struct DeviceInstaller {
             dataUUID = kept
         } else {
             dataUUID = try build(in: staging, root: root, into: ContainerLayout.dataContainersPath, owner: who,
-                                 metadata: [DeviceCatalog.identifierKey: bundleID, DeviceCatalog.contentClassKey: 2]) { folder, path in
+                                 metadata: ContainerMetadata(identifier: bundleID, contentClass: 2)) { folder, path in
                 try Container.layOut(in: FileDescriptor(rawValue: folder), path: path, layout: ContainerLayout(appName: name), withBundle: false)
                 for relative in ContainerLayout.requiredFolders {
                     try Self.chown(relative, in: folder, path: path, owner: who)
@@ -99,8 +99,7 @@ public struct DeviceInstaller {
         }
         // The bundle container: always new (A2, as on iOS).
         var leftOut = DroppedPrivileges()
-        let metadata: [String: Any] = [DeviceCatalog.identifierKey: bundleID, DeviceCatalog.contentClassKey: 1,
-                                       DeviceCatalog.infoKey: [DeviceCatalog.groupsKey: groups]]
+        let metadata = ContainerMetadata(identifier: bundleID, contentClass: 1, groups: groups)
         let bundleUUID = try build(in: staging, root: root, into: ContainerLayout.bundleContainersPath, owner: who,
                                    metadata: metadata) { folder, path in
             let app = try Container.makeFolder(name + ".app", in: folder, path: path + "/" + name + ".app")
@@ -165,7 +164,7 @@ public struct DeviceInstaller {
     /// it into the folder at `relative` below the device's root. Returns the UUID.
     @discardableResult
     private func build(in staging: Int32, root: Int32, into relative: String, owner: (uid: uid_t, gid: gid_t),
-                       metadata: [String: Any], fill: (Int32, String) throws -> Void) throws -> String {
+                       metadata: ContainerMetadata, fill: (Int32, String) throws -> Void) throws -> String {
         let uuid = UUID().uuidString.uppercased()
         let path = backing + "/" + Device.stagingName + "/" + uuid
         let folder = try Container.makeFolder(uuid, in: staging, path: path)
@@ -173,7 +172,7 @@ public struct DeviceInstaller {
         do {
             try fill(folder, path)
             var plist = metadata
-            plist[DeviceCatalog.uuidKey] = uuid
+            plist.uuid = uuid
             try Device.writePlist(plist, named: ContainerLayout.metadataName, in: folder, path: path, owner: owner)
             guard fchown(folder, owner.uid, owner.gid) == 0 else { throw ContainerError("\(path): \(errorText(errno))") }
             let destination = try Container.openFolder(relative, in: root, path: backing)
