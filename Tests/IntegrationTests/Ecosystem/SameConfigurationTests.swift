@@ -56,9 +56,16 @@ struct SameConfigurationTests {
             let process = try AppSandboxTesting.MountedContainer.mount()
             defer { try? process.unmount() }
             #expect(try Self.kernelOptions(process.mountpoint) == commandLineKernel)
-            let status = runProcess([Binaries.appsandboxfs, "status", "--json", process.mountpoint], timeout: 60)
-            let object = jsonObject(status.stdout)
-            let entry = (object?["mounts"] as? [[String: Any]])?.first { $0["mountpoint"] as? String == process.mountpoint }
+            // The fixture counts its driver's mount as ready once the mount
+            // table lists it; the driver writes its record a moment later
+            // (seen under load in CI): wait for the record's options.
+            var entry: [String: Any]?
+            _ = waitForCondition(timeout: 15) {
+                let status = runProcess([Binaries.appsandboxfs, "status", "--json", process.mountpoint], timeout: 60)
+                let object = jsonObject(status.stdout)
+                entry = (object?["mounts"] as? [[String: Any]])?.first { $0["mountpoint"] as? String == process.mountpoint }
+                return entry?["options"] is [String: Any]
+            }
             #expect(try Self.recordedSettings(entry) == commandLine)
 
             let inProcess = try AppSandboxTesting.MountedContainer.mount(.init(inProcess: true))
