@@ -2,6 +2,7 @@ import BackingStore
 import CLinux
 import Glibc
 import SandboxPolicy
+import POSIXHelpers
 import SystemPackage
 
 /// Building a container from a backup archive (K3), as a device restore
@@ -296,8 +297,7 @@ public enum ContainerRestore {
     /// Step 6 for a new container.
     static func moveIntoPlace(_ staging: Staging, in parent: OpenFolder, name: String, target: String) throws(Failure) {
         // A container folder is as `mkdir` makes it.
-        let mask = umask(0)
-        umask(mask)
+        let mask = processUmask() ?? 0o022
         fchmod(staging.container.fd.rawValue, 0o777 & ~mask)
         do {
             try Staging.containerName.withCName { (from) throws(Errno) in

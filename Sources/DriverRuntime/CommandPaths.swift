@@ -7,8 +7,16 @@ import SystemPackage
 /// swift-system's FilePath rather than Foundation's URL, whose first use
 /// cost each command about 0.1 ms of its start.
 public func absolutePath(_ path: String) -> String {
+    absolutePath(path, from: currentFolder()?.string)
+}
+
+/// `path` made absolute against `folder` (when it is relative and `folder`
+/// is known) and tidied lexically. The current folder is the process's: a
+/// test passes its own folder here instead of changing it under every other
+/// test and child process running beside it.
+public func absolutePath(_ path: String, from folder: String?) -> String {
     var full = FilePath(path)
-    if !full.isAbsolute, let folder = currentFolder() { full = folder.pushing(full) }
+    if !full.isAbsolute, let folder { full = FilePath(folder).pushing(full) }
     return full.lexicallyNormalized().string
 }
 

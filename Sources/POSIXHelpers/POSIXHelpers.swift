@@ -114,6 +114,20 @@ public func readText(_ path: String) -> String? {
     return error == 0 ? String(decoding: bytes, as: UTF8.self) : nil
 }
 
+#if os(Linux)
+/// The process's umask, read from /proc/self/status without changing it.
+/// umask(2) can only set the mask, and setting it to read it leaves every
+/// other thread creating files with the wrong mask for that moment. Nil
+/// when the kernel does not show it (before Linux 4.7).
+public func processUmask() -> mode_t? {
+    guard let status = readText("/proc/self/status") else { return nil }
+    for line in status.split(separator: "\n") where line.hasPrefix("Umask:") {
+        return mode_t(line.dropFirst("Umask:".count).filter { $0 != " " && $0 != "\t" }, radix: 8)
+    }
+    return nil
+}
+#endif
+
 #if canImport(Glibc)
 /// Starts a thread that runs `body` (pthread_create(3)); the thread starts
 /// with the calling thread's signal mask. Returns the thread, or nil with

@@ -10,6 +10,7 @@
 import Foundation
 import Locking
 import MountInfo
+import POSIXHelpers
 import Spawning
 import Testing
 
@@ -64,22 +65,32 @@ struct InProcessFixtureTests {
         #expect(access(root, F_OK) != 0, "\(root) is still there")
     }
 
+    private func processUmask() throws -> mode_t {
+        let mask = POSIXHelpers.processUmask()
+        return try #require(mask, "/proc/self/status shows no Umask line")
+    }
+
     @Test("A file made by a caller with umask 000 keeps mode 0666 in the backing folder, and this process keeps its own umask")
     func workersHaveTheirOwnUmask() throws {
-        let before = umask(0o027)
-        defer { umask(before) }
+        // The test needs a process umask that masks something; it is set
+        // only when it masks nothing, since a umask is the whole process's.
+        var own = try processUmask()
+        if own == 0 {
+            umask(0o022)
+            own = 0o022
+        }
         try withMountedContainer(Self.inProcess) { container in
             _ = try shell("umask 000; : > '\(container.documents)/shared'; mkdir '\(container.documents)/folder'")
             // The kernel sends the mode already masked by the caller's umask;
-            // a serving thread with this process's umask (027) would store
-            // 0640 and 0750.
+            // a serving thread with this process's umask would store
+            // 0666 & ~umask and 0777 & ~umask.
             #expect(mode(container.backingPath("Documents/shared")) == 0o666)
             #expect(mode(container.backingPath("Documents/folder")) == 0o777)
             _ = try shell("umask 077; : > '\(container.documents)/private'")
             #expect(mode(container.backingPath("Documents/private")) == 0o600)
         }
         // Serving left this process's umask alone.
-        #expect(umask(0o027) == 0o027)
+        #expect(try processUmask() == own)
     }
 
     @Test("Two in-process containers: the first one's unmount leaves the second serving, and its own unmount ends cleanly")
