@@ -132,7 +132,7 @@ let package = Package(
         .testTarget(name: "SandboxPolicyTests", dependencies: ["SandboxPolicy"]),
         // The node tree and the descriptor cache's slots, without FUSE.
         .testTarget(name: "AppSandboxFSTests", dependencies: [
-            "AppSandboxFS", "BackingStore", "SandboxPolicy", "FuseKit",
+            "AppSandboxFS", "BackingStore", "SandboxPolicy", "FuseKit", "POSIXHelpers",
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         .testTarget(name: "ContainerBackupTests", dependencies: [

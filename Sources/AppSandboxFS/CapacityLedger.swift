@@ -2,6 +2,7 @@ import Locking
 import BackingStore
 import FuseKit
 import Glibc
+import POSIXHelpers
 import SandboxPolicy
 import SystemPackage
 
@@ -34,6 +35,14 @@ import SystemPackage
 /// release. A file that gets a name again while open (linkat of an
 /// O_TMPFILE file: `link` tracks the file too) is an ordinary file again.
 ///
+/// The kernel sends a file's RELEASE after close(2) has returned, so the
+/// caller's next call (the unlink, then a write) can be served before that
+/// release: `rm big; write` would find the space still held by a file no
+/// one has open. A refusal therefore waits, for at most `releaseWait`, while
+/// a file became such an orphan within the last `recentOrphan`. A file a
+/// process really keeps open after its unlink only delays the refusals of
+/// the second after the unlink, each by that wait.
+///
 /// Offsets and lengths come from callers and may be anything up to
 /// 2^63 - 1: the arithmetic on them (`DiskSpace.writable`) cannot overflow.
 public final class CapacityLedger: Sendable {
@@ -54,12 +63,18 @@ public final class CapacityLedger: Sendable {
         /// Open handles per file: an unlinked file keeps its space while open.
         var openHandles: [InodeKey: Int] = [:]
         /// Unlinked files still open: still counted, freed at last release.
-        var orphans: Set<InodeKey> = []
+        /// The value: when it became one (monotonic milliseconds).
+        var orphans: [InodeKey: Int] = [:]
         /// Files whose space was given back because their last name went;
         /// a file the driver still holds (O_PATH) must not be freed twice.
         /// An entry goes when its inode number comes back with links.
         var freed: Set<InodeKey> = []
     }
+
+    /// The longest a refusal waits for releases on their way (ms).
+    let releaseWait: Int
+    /// How recent an orphan must be to make a refusal wait (ms).
+    let recentOrphan: Int
 
     private let state: Locked<State>
     /// Descriptors of the trees to count (the backing root, an outside
@@ -69,9 +84,12 @@ public final class CapacityLedger: Sendable {
     /// `roots`: descriptors of the folders whose trees make the disk's
     /// contents. Root entries starting with `.appsandboxfs` are the tools'
     /// own and do not count.
-    public init(capacity: Int64, roots: [FileDescriptor], blockSize: Int64 = 4096) {
+    public init(capacity: Int64, roots: [FileDescriptor], blockSize: Int64 = 4096,
+                releaseWait: Int = 250, recentOrphan: Int = 1_000) {
         self.capacity = capacity
         self.blockSize = blockSize
+        self.releaseWait = releaseWait
+        self.recentOrphan = recentOrphan
         self.roots = roots.map { dup($0.rawValue) }
         state = Locked(State())
     }
@@ -149,15 +167,19 @@ public final class CapacityLedger: Sendable {
     /// ENOSPC.
     private func reserve(_ fd: FileDescriptor, offset: Int64, length: Int64,
                          whole: Bool) throws(Errno) -> (allowed: Int64, reserved: Int64, key: InodeKey) {
-        let granted = try withState { (state) throws(Errno) -> (Int64, Int64, InodeKey)? in
-            let status = try Self.stat(fd)
-            let decision = DiskSpace.writable(size: Int64(status.st_size), allocated: Self.bytes(status), offset: offset,
-                                              length: length, free: capacity - state.used - state.reserved, blockSize: blockSize)
-            guard decision.allowed > 0, !whole || decision.allowed == length else { return nil }
-            let key = InodeKey(status)
-            register(key, bytes: Self.bytes(status), in: &state)
-            state.reserved += decision.reserve
-            return (decision.allowed, decision.reserve, key)
+        typealias Grant = (allowed: Int64, reserved: Int64, key: InodeKey)
+        let granted = try waitingForReleases { (mayWait) throws(Errno) -> Attempt<Grant?> in
+            try withState { (state) throws(Errno) -> Attempt<Grant?> in
+                let status = try Self.stat(fd)
+                let decision = DiskSpace.writable(size: Int64(status.st_size), allocated: Self.bytes(status), offset: offset,
+                                                  length: length, free: capacity - state.used - state.reserved, blockSize: blockSize)
+                if decision.allowed < length, mayWait, releasesMayCome(state) { return .retry }
+                guard decision.allowed > 0, !whole || decision.allowed == length else { return .answer(nil) }
+                let key = InodeKey(status)
+                register(key, bytes: Self.bytes(status), in: &state)
+                state.reserved += decision.reserve
+                return .answer((decision.allowed, decision.reserve, key))
+            }
         }
         guard let granted else {
             // A write fails with EFBIG when it starts at or past the
@@ -191,7 +213,7 @@ public final class CapacityLedger: Sendable {
         withState { state in
             let remaining = (state.openHandles[key] ?? 1) - 1
             state.openHandles[key] = remaining > 0 ? remaining : nil
-            if remaining <= 0, state.orphans.remove(key) != nil {
+            if remaining <= 0, state.orphans.removeValue(forKey: key) != nil {
                 let counted = state.inFlight[key]?.bytes ?? Self.bytes(status)
                 state.used -= counted
                 state.freed.insert(key)
@@ -202,7 +224,16 @@ public final class CapacityLedger: Sendable {
     // MARK: Inside
 
     private func begin(reserving bytes: Int64, tracking fds: [FileDescriptor]) throws(Errno) -> [InodeKey] {
-        try withState { (state) throws(Errno) -> [InodeKey] in
+        if bytes > 0 {
+            let fits = waitingForReleases { (mayWait) -> Attempt<Bool> in
+                withState { state in
+                    if state.used + state.reserved + bytes <= capacity { return .answer(true) }
+                    return mayWait && releasesMayCome(state) ? .retry : .answer(false)
+                }
+            }
+            if !fits { throw Errno.noSpace }
+        }
+        return try withState { (state) throws(Errno) -> [InodeKey] in
             if bytes > 0 && state.used + state.reserved + bytes > capacity { throw Errno.noSpace }
             var keys: [InodeKey] = []
             for fd in fds {
@@ -238,12 +269,12 @@ public final class CapacityLedger: Sendable {
                     // unlinked while open, that linkat(2) named. From now
                     // on an ordinary file: its space stays at its last
                     // close and its growth counts.
-                    if status.st_nlink > 0 { state.orphans.remove(key) }
+                    if status.st_nlink > 0 { state.orphans.removeValue(forKey: key) }
                     // Its last name went: the space is free, or will be at
                     // its last close.
-                    if status.st_nlink == 0, !state.freed.contains(key), !state.orphans.contains(key) {
+                    if status.st_nlink == 0, !state.freed.contains(key), state.orphans[key] == nil {
                         if state.openHandles[key] != nil {
-                            state.orphans.insert(key)
+                            state.orphans[key] = monotonicMilliseconds()
                         } else {
                             state.used -= now
                             state.freed.insert(key)
@@ -253,6 +284,34 @@ public final class CapacityLedger: Sendable {
                 tracked.users -= 1
                 state.inFlight[key] = tracked.users > 0 ? tracked : nil
             }
+        }
+    }
+
+    enum Attempt<T> {
+        case answer(T)
+        /// Refused now, but a release on its way may free the space.
+        case retry
+    }
+
+    /// Whether a refusal should wait: a file lost its last name while
+    /// open within the last `recentOrphan` ms, and its release may be the
+    /// one the kernel has not delivered yet.
+    private func releasesMayCome(_ state: State) -> Bool {
+        guard !state.orphans.isEmpty else { return false }
+        let now = monotonicMilliseconds()
+        return state.orphans.values.contains { now - $0 < recentOrphan }
+    }
+
+    /// `attempt(mayWait)` until it answers, every millisecond; `mayWait`
+    /// is false once `releaseWait` ms have passed since the first retry,
+    /// and the attempt must answer then.
+    private func waitingForReleases<T, E: Error>(_ attempt: (_ mayWait: Bool) throws(E) -> Attempt<T>) throws(E) -> T {
+        var deadline: Int?
+        while true {
+            let mayWait = deadline.map { monotonicMilliseconds() < $0 } ?? true
+            if case .answer(let answer) = try attempt(mayWait) { return answer }
+            if deadline == nil { deadline = monotonicMilliseconds() + releaseWait }
+            usleep(1_000)
         }
     }
 

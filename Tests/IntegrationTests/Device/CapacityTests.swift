@@ -155,6 +155,33 @@ struct CapacityTests {
         }
     }
 
+    @Test("Q2 a file written, closed and removed frees its space for the very next write, though the kernel sends its release after close(2) returned; a file kept open after its unlink still holds its space")
+    func removedFileFreesAtOnce() throws {
+        try withMountedContainer(extraArguments: Self.arguments) { m in
+            // 6 MiB of 8 twice over: the second fits only once the first is freed
+            // (the race with the release is rare; CapacityLedgerTests makes it certain).
+            var failures: [String] = []
+            for round in 0..<10 where failures.count < 5 {
+                let first = Self.fill(m.documents + "/video.mov", limit: 6 << 20)
+                if first != (6 << 20, 0) { failures.append("round \(round): video.mov: \(first)") }
+                if RulesSys.unlink(m.documents + "/video.mov") != 0 { failures.append("round \(round): unlink: \(errno)") }
+                let second = Self.fill(m.documents + "/photo.heic", limit: 6 << 20)
+                if second != (6 << 20, 0) { failures.append("round \(round): photo.heic after the unlink: \(second)") }
+                if RulesSys.unlink(m.documents + "/photo.heic") != 0 { failures.append("round \(round): unlink: \(errno)") }
+            }
+            #expect(failures.isEmpty, "\(failures)")
+
+            // Held open by this process after its unlink: still counted.
+            #expect(Self.fill(m.documents + "/held.bin", limit: 6 << 20) == (6 << 20, 0))
+            let fd = open(m.documents + "/held.bin", O_RDONLY)
+            #expect(fd >= 0)
+            #expect(RulesSys.unlink(m.documents + "/held.bin") == 0)
+            let refused = Self.fill(m.documents + "/next.bin", limit: 6 << 20)
+            #expect(refused.errno == ENOSPC && refused.written < 3 << 20, "\(refused)")
+            close(fd)
+        }
+    }
+
     @Test("Q2 many writers at once: no errno but ENOSPC, the total never above the capacity, every file's bytes those written")
     func concurrentWriters() throws {
         let script = """
