@@ -119,19 +119,7 @@ def fail(message):
     sys.stderr.write('worker %d, operation %s: %s\n' % (wid, index, message))
     sys.exit(3)
 
-def random_bytes(n):
-    return rng.getrandbits(8 * n).to_bytes(n, 'little') if n else b''
-
-def record(n):
-    """A self-checking record: magic, length, body, sha256(body)."""
-    body = random_bytes(n)
-    return b'ASFS' + n.to_bytes(8, 'little') + body + hashlib.sha256(body).digest()
-
-def whole_record(data):
-    if len(data) < 44 or data[:4] != b'ASFS':
-        return False
-    n = int.from_bytes(data[4:12], 'little')
-    return len(data) == 44 + n and hashlib.sha256(data[12:12 + n]).digest() == data[12 + n:]
+\#(SelfCheckingRecord.python)
 
 def new_name(prefix):
     global serial

@@ -223,18 +223,7 @@ def new_serial():
     serial += 1
     return serial
 
-def random_bytes(n):
-    return rng.getrandbits(8 * n).to_bytes(n, 'little') if n else b''
-
-def record(n):
-    body = random_bytes(n)
-    return b'ASFS' + n.to_bytes(8, 'little') + body + hashlib.sha256(body).digest()
-
-def whole_record(b):
-    if len(b) < 44 or b[:4] != b'ASFS':
-        return False
-    n = int.from_bytes(b[4:12], 'little')
-    return len(b) == 44 + n and hashlib.sha256(b[12:12 + n]).digest() == b[12 + n:]
+\#(SelfCheckingRecord.python)
 
 def read_all(path):
     with open(path, 'rb') as f:
