@@ -158,6 +158,22 @@ struct FoundationCallsTests {
         }
     }
 
+    @Test("F1: a program that is not Swift, started by run, loads the preload library and the C library only: no libstdc++, no Swift runtime")
+    func preloadLoadsNothingElse() throws {
+        try withMountedContainer { m in
+            let maps = runProcess([Binaries.appsandboxfs, "run", m.mountpoint, "--", "cat", "/proc/self/maps"])
+            #expect(maps.status == 0, "\(maps.stderr)")
+            let libraries = Set(maps.stdout.split(separator: "\n").compactMap { line -> String? in
+                guard let path = line.split(separator: " ", omittingEmptySubsequences: true).last, path.hasPrefix("/"),
+                      path.contains(".so") else { return nil }
+                return String(path.split(separator: "/").last!)
+            })
+            #expect(libraries.contains("libappsandboxfs-preload.so"), "\(libraries.sorted())")
+            let others = libraries.filter { !$0.hasPrefix("libappsandboxfs-preload") && !$0.hasPrefix("libc.so") && !$0.hasPrefix("ld-linux") }
+            #expect(others.isEmpty, "cat loaded \(others.sorted()) through the preload")
+        }
+    }
+
     @Test("F2: run without the bridge beside appsandboxfs says so in one line, and runs the program; env prints LD_PRELOAD with it")
     func bridgeMissing() throws {
         try withMountedContainer { m in
