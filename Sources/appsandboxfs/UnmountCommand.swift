@@ -49,7 +49,7 @@ struct UnmountCommand: ParsableCommand {
         // Tried first, stale or not: a mount that nothing holds goes away
         // at once either way, and the stale-mount probe (a statfs on a
         // thread of its own) is only needed to tell why it did not.
-        let (status, message) = Self.detach(path, lazy: false)
+        let (status, message) = Self.detachWaitingOutAMoment(path)
         if status == 0 {
             if let driver {
                 Self.waitForDriver(driver, watch: watch)
@@ -89,6 +89,23 @@ extension UnmountCommand {
             return (1, errorText(errno))
         }
         return runTool("/usr/bin/fusermount3", lazy ? ["-u", "-z", path] : ["-u", path], capturingErrors: true)
+    }
+
+    /// `detach(path, lazy: false)`, tried again for up to a second while
+    /// the mount is busy but still listed and not stale: another tool's
+    /// statfs or listing holds a mount for the moment its driver takes to
+    /// answer (`status` looks at every container mount that way), and
+    /// unmounting should not fail for that. A mount really in use is
+    /// reported busy a second later.
+    static func detachWaitingOutAMoment(_ path: String) -> (status: Int32, errors: String) {
+        var result = detach(path, lazy: false)
+        guard result.status != 0, MountTable.isMounted(path), !MountTable.isStale(path) else { return result }
+        let deadline = monotonicMilliseconds() + 1_000
+        while result.status != 0, monotonicMilliseconds() < deadline, MountTable.isMounted(path) {
+            usleep(20_000)
+            result = detach(path, lazy: false)
+        }
+        return result
     }
 
     /// Waits until the driver has finished with the container: after the
