@@ -44,7 +44,10 @@ public struct SpawnOptions: Sendable {
     /// More descriptors for the child: its number -> our descriptor.
     public var descriptors: [Int32: Int32]
     /// Close every other descriptor in the child, also those opened without
-    /// O_CLOEXEC (tests run in parallel: a leaked one could keep a mount busy).
+    /// O_CLOEXEC: a tool started by a library in someone's process (tar for
+    /// a backup, fusermount3) must not hold that process's files open (a
+    /// file in a container then stays open past its close, a mount stays
+    /// busy). On unless a caller means to hand its descriptors down.
     public var closeOtherDescriptors: Bool
     public var workingDirectory: String?
     /// Variables set (or replaced) in the child, over ours.
@@ -55,7 +58,7 @@ public struct SpawnOptions: Sendable {
 
     public init(standardInput: Redirection = .inherit, standardOutput: Redirection = .inherit,
                 standardError: Redirection = .inherit, descriptors: [Int32: Int32] = [:],
-                closeOtherDescriptors: Bool = false, workingDirectory: String? = nil,
+                closeOtherDescriptors: Bool = true, workingDirectory: String? = nil,
                 environment: [String: String] = [:], newSession: Bool = false) {
         self.standardInput = standardInput
         self.standardOutput = standardOutput

@@ -22,12 +22,13 @@ struct CapacityLedgerTests {
         let root: FileDescriptor
         let ledger: CapacityLedger
 
-        init() throws {
+        /// `releaseWait`: how long a refusal may wait for a release (ms).
+        init(releaseWait: Int) throws {
             var template = Array("/tmp/asfs-ledger-XXXXXX".utf8CString)
             let made = try #require(mkdtemp(&template))
             folder = String(cString: made)
             root = FileDescriptor(rawValue: open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC))
-            ledger = CapacityLedger(capacity: CapacityLedgerTests.capacity, roots: [root], releaseWait: 250, recentOrphan: 1_000)
+            ledger = CapacityLedger(capacity: CapacityLedgerTests.capacity, roots: [root], releaseWait: releaseWait, recentOrphan: 1_000)
         }
 
         deinit {
@@ -70,7 +71,9 @@ struct CapacityLedgerTests {
 
     @Test("A write that needs the space of a file just removed waits for that file's release, and then gets all of it")
     func waitsForARelease() throws {
-        let disk = try Disk()
+        // A wait far longer than the release takes, so that a loaded
+        // machine cannot make the thread late enough to matter.
+        let disk = try Disk(releaseWait: 20_000)
         let video = try disk.create("video.mov")
         #expect(try disk.write(video, Self.size) == Self.size)
         // The caller has closed video.mov; its release is still on the way.
@@ -88,7 +91,7 @@ struct CapacityLedgerTests {
 
     @Test("A file removed while really kept open still holds its space: the write that needs it gets a prefix or ENOSPC, once the wait is over")
     func keptOpenStillCounts() throws {
-        let disk = try Disk()
+        let disk = try Disk(releaseWait: 100)
         let held = try disk.create("held.bin")
         #expect(try disk.write(held, Self.size) == Self.size)
         try disk.unlink("held.bin")

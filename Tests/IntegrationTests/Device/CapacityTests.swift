@@ -39,7 +39,7 @@ struct CapacityTests {
 
     /// write(2) until it fails; the bytes it said it wrote and the errno.
     static func fill(_ path: String, chunk: Int = 1 << 20, limit: Int64 = 64 << 20) -> (written: Int64, errno: Int32) {
-        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
         guard fd >= 0 else { return (0, errno) }
         defer { close(fd) }
         let data = RulesSys.pattern(chunk)
@@ -116,10 +116,10 @@ struct CapacityTests {
             #expect(RulesSys.mkdir(m.documents + "/dir") == ENOSPC)
             #expect(RulesSys.symlink("small.txt", m.documents + "/link") == ENOSPC)
             #expect(RulesSys.setxattr(m.documents + "/small.txt", "user.note", Array(repeating: 65, count: 3000)) == ENOSPC)
-            let fd = open(m.documents + "/small.txt", O_RDWR)
+            let fd = open(m.documents + "/small.txt", O_RDWR | O_CLOEXEC)
             #expect(fd >= 0)
             #expect(posix_fallocate(fd, 0, 1 << 20) == ENOSPC)
-            let source = open(m.documents + "/big.bin", O_RDONLY)
+            let source = open(m.documents + "/big.bin", O_RDONLY | O_CLOEXEC)
             var inOffset: Int64 = 0, outOffset: Int64 = 4096
             let copied = Self.copyFileRange(source, &inOffset, fd, &outOffset, 1 << 20, 0)
             #expect(copied == -1 && errno == ENOSPC, "copy_file_range: \(copied) \(posixError(errno))")
@@ -145,7 +145,7 @@ struct CapacityTests {
             let afterUnlink = Self.fill(m.documents + "/third.bin", limit: 3 << 20)
             #expect(afterUnlink == (3 << 20, 0), "\(afterUnlink)")
             // A file unlinked while open keeps its space until closed, as on ext4.
-            let fd = open(m.documents + "/third.bin", O_RDONLY)
+            let fd = open(m.documents + "/third.bin", O_RDONLY | O_CLOEXEC)
             #expect(RulesSys.unlink(m.documents + "/third.bin") == 0)
             let whileOpen = Self.disk(m.mountpoint).free
             close(fd)
@@ -173,7 +173,7 @@ struct CapacityTests {
 
             // Held open by this process after its unlink: still counted.
             #expect(Self.fill(m.documents + "/held.bin", limit: 6 << 20) == (6 << 20, 0))
-            let fd = open(m.documents + "/held.bin", O_RDONLY)
+            let fd = open(m.documents + "/held.bin", O_RDONLY | O_CLOEXEC)
             #expect(fd >= 0)
             #expect(RulesSys.unlink(m.documents + "/held.bin") == 0)
             let refused = Self.fill(m.documents + "/next.bin", limit: 6 << 20)
@@ -391,8 +391,8 @@ struct CapacityTests {
             // fixture's folder holds the backing folder) say what ext4 gives.
             try writeFile(m.documents + "/source.txt", "some bytes\n")
             try writeFile(m.root + "/native-source.txt", "some bytes\n")
-            let mounted = (file: open(m.documents + "/huge.bin", O_RDWR | O_CREAT, 0o644), source: open(m.documents + "/source.txt", O_RDONLY))
-            let native = (file: open(m.root + "/native.bin", O_RDWR | O_CREAT, 0o644), source: open(m.root + "/native-source.txt", O_RDONLY))
+            let mounted = (file: open(m.documents + "/huge.bin", O_RDWR | O_CREAT | O_CLOEXEC, 0o644), source: open(m.documents + "/source.txt", O_RDONLY | O_CLOEXEC))
+            let native = (file: open(m.root + "/native.bin", O_RDWR | O_CREAT | O_CLOEXEC, 0o644), source: open(m.root + "/native-source.txt", O_RDONLY | O_CLOEXEC))
             try #require(mounted.file >= 0 && mounted.source >= 0 && native.file >= 0 && native.source >= 0)
             defer { for fd in [mounted.file, mounted.source, native.file, native.source] { close(fd) } }
             let top = Int.max - 1  // 2^63 - 2
