@@ -121,7 +121,7 @@ struct NonRootUserTests {
         if Self.isRoot {
             let device = "d=$(mktemp -d) && mount -t tmpfs -o size=64k,mode=755 tmpfs \"$d\" && mknod -m 666 \"$d/fuse\" c 10 229 "
                 + "&& mount --bind \"$d/fuse\" /dev/fuse && exec setpriv --reuid=65534 --regid=65534 --clear-groups -- \"$@\""
-            argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c", device, "sh"] + argv
+            argv = inOwnMountNamespace(["sh", "-c", device, "sh"] + argv)
         }
         let result = runProcess(argv, timeout: 120)
         let uid = Self.isRoot ? 65534 : geteuid()
@@ -165,8 +165,7 @@ extension NonRootUserTests {
             as 65533 sh -c "echo other > $D/mnt/Documents/other.txt" 2>&1 && stat -c "%u %s" "$D/back/Documents/other.txt"
             as 65534 "$B" unmount "$D/mnt" && echo "unmounted"
             """
-        let result = runProcess(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
-                                 Binaries.appsandboxfs, folder], timeout: 120)
+        let result = runProcess(inOwnMountNamespace(["sh", "-c", script, "sh", Binaries.appsandboxfs, folder]), timeout: 120)
         #expect(result.status == 0 && result.stdout == "allow_other\n65534 6\nunmounted\n", "\(result)")
     }
 }

@@ -175,8 +175,8 @@ struct UpdateTests {
         try makeDirectory(mountpoint)
         // The driver mounts in a namespace of its own and lives on there
         // (in the background) after the shell that made it has gone.
-        let mounted = runProcess(["unshare", "--mount", "--propagation", "private", "--",
-                                  Binaries.appsandboxfs, "mount", setup.backing, mountpoint, "--app-name", "Demo"], timeout: 60)
+        let mounted = runProcess(inOwnMountNamespace([Binaries.appsandboxfs, "mount", setup.backing, mountpoint, "--app-name", "Demo"]),
+                                 timeout: 60)
         try #require(mounted.status == 0, "\(mounted)")
         let driver = findDriver(backing: setup.backing)
         defer {

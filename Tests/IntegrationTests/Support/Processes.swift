@@ -83,3 +83,14 @@ func waitForExit(_ pid: pid_t, timeout: Double?) -> ExitStatus? {
 
 /// Seconds on the monotonic clock.
 func monotonicNow() -> Double { monotonicSeconds() }
+
+/// `command` run in a mount namespace of its own (mounts private), from
+/// which the copies of every container mount of ours are detached first.
+/// A copy would keep another test's container alive, its driver serving,
+/// after that test unmounted it here, for as long as this namespace lives
+/// (its teardown then waits for a driver that does not end).
+func inOwnMountNamespace(_ command: [String]) -> [String] {
+    let detach = #"awk '/ - fuse\.appsandboxfs /{print $5}' /proc/self/mountinfo | "#
+        + #"while read -r m; do umount -l -- "$(printf '%b' "$m")" 2>/dev/null; done; exec "$@""#
+    return ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", detach, "sh"] + command
+}
