@@ -69,7 +69,7 @@ let package = Package(
         ]),
         // What a backup holds (K1), purging (K2), backup archives (K3).
         .target(name: "ContainerBackup", dependencies: [
-            "SandboxPolicy", "BackingStore", "CLinux", "ContainerFiles", "Spawning", "POSIXHelpers",
+            "SandboxPolicy", "BackingStore", "CLinux", "ContainerFiles", "Spawning", "POSIXHelpers", "MountInfo",
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         // One driver run to its end: checks, daemonising, logging, the

@@ -1,4 +1,5 @@
 import Glibc
+import MountInfo
 import Spawning
 
 /// GNU tar opens each member by its path below the backing folder, and the
@@ -14,9 +15,24 @@ import Spawning
 /// fails for it), while tar still archives the links themselves (lstat and
 /// readlink work). Where that world cannot be made (no mount namespaces),
 /// tar runs as before and the caller is told once why.
+///
+/// The new namespace starts with a copy of every mount, containers'
+/// included, and a copy keeps a container's driver serving after it is
+/// unmounted outside, until the namespace ends: an `unmount` of another
+/// container during a backup would wait for the tar. So the container
+/// mounts of the moment (read here, by MountInfo) are detached there first.
 enum SymlinkFreeRead {
-    /// `sh -c` script: $0 is the backing folder, "$@" the command.
-    static let script = #"mount --bind -- "$0" "$0" && mount -o remount,bind,nosymfollow -- "$0" && exec "$@""#
+    /// `sh -c` script: $0 is the backing folder, $1 the number of mount
+    /// points to detach, then those, then the command.
+    static let script = #"n=$1; shift; while [ "$n" -gt 0 ]; do umount -l -- "$1" 2>/dev/null; shift; n=$((n - 1)); done; "#
+        + #"mount --bind -- "$0" "$0" && mount -o remount,bind,nosymfollow -- "$0" && exec "$@""#
+
+    /// The container mounts a namespace made now would copy, but not one
+    /// that holds `root` (tar reads below it).
+    static func containerMounts(besides root: String) -> [String] {
+        MountTable.entries().filter { $0.isContainer && $0.mountpoint != root && !root.hasPrefix($0.mountpoint + "/") }
+            .map(\.mountpoint)
+    }
 
     /// The command line that runs `arguments` with links below `root` never
     /// followed; or `arguments` unchanged, with the reason, when it cannot be.
@@ -25,7 +41,8 @@ enum SymlinkFreeRead {
             // The caller's own permissions bound what tar can read.
             return (arguments, nil)
         }
-        let wrapper = ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", script, root]
+        let detach = containerMounts(besides: root)
+        let wrapper = ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", script, root, String(detach.count)] + detach
         // Tried first without tar: a wrapper that fails later could not be
         // told from tar's own failures.
         let probe = ChildProcess.run(wrapper + ["true"], timeout: 30)

@@ -196,6 +196,31 @@ struct BackupCommandTests {
         }
     }
 
+    @Test("K3 backup as root reads through tar in a namespace of its own that holds no copy of the container mounts (a copy would keep another container's driver serving after its unmount, until the tar ends)",
+          .enabled(if: geteuid() == 0, "the namespace is made as root only"))
+    func tarHoldsNoContainerMounts() throws {
+        try withMountedContainer { m in
+            try withMountedContainer { other in
+                try writeFile(m.documents + "/a.txt", "a\n")
+                // A tar first on PATH that notes its mount table, then runs GNU tar.
+                let folder = try makeTemporaryDirectory()
+                defer { removeTree(folder) }
+                let realTar = runProcess(["sh", "-c", "command -v tar"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+                try #require(realTar.hasPrefix("/"))
+                try makeDirectory(folder + "/bin")
+                try writeFile(folder + "/bin/tar", "#!/bin/sh\ncat /proc/self/mountinfo > '\(folder)/mountinfo'\nexec '\(realTar)' \"$@\"\n")
+                #expect(chmod(folder + "/bin/tar", 0o755) == 0)
+                let path = folder + "/bin:" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
+                let result = runProcess(["env", "PATH=\(path)", Binaries.appsandboxfs, "backup", m.mountpoint, folder + "/backup.tar"])
+                #expect(result.status == 0, "\(result.stderr)")
+                let seen = readFileText(folder + "/mountinfo")
+                #expect(seen.contains(" \(m.backing) ") && seen.contains("nosymfollow"), "tar did not run in its namespace: \(seen)")
+                #expect(!seen.contains(" \(other.mountpoint) "), "tar's namespace holds a copy of \(other.mountpoint)")
+                #expect(!seen.contains(" \(m.mountpoint) "), "tar's namespace holds a copy of \(m.mountpoint)")
+            }
+        }
+    }
+
     @Test("K3 backup, restore, backup again: the same file set, contents and attributes; Caches and tmp empty")
     func roundTrip() throws {
         try withMountedContainer(prepare: Self.prepareInbox) { m in
