@@ -68,7 +68,7 @@ enum IoUring {
     /// Unmounts the container and waits for its driver, whose last words
     /// (the ring's count) are then in its log.
     static func unmountAndCollectLog(_ mounted: MountedContainer) -> String {
-        let result = runProcess(["fusermount3", "-u", mounted.mountpoint], timeout: 15)
+        let result = fusermountUnmount(mounted.mountpoint)
         #expect(result.status == 0, "fusermount3 -u: \(result.stderr)")
         #expect(mounted.waitForDriverExit(timeout: 30) == .exited(0), "the driver's stderr:\n\(tail(mounted.stderrText()))")
         return mounted.stderrText()

@@ -323,7 +323,7 @@ struct LifecycleRulesTests {
             // A driver that returned while mounted would end within this.
             #expect(r.waitForDriverExit(timeout: 0.3) == nil, "the foreground driver returned while mounted")
             #expect(readFileText(r.path("TestApp.app/Info.plist")).contains("TestApp"))
-            let result = runProcess(["fusermount3", "-u", r.mountpoint])
+            let result = fusermountUnmount(r.mountpoint)
             #expect(result.status == 0, "\(result.stderr)")
             #expect(r.waitForDriverExit() == .exited(0), "\(r.stderrText())")
         }

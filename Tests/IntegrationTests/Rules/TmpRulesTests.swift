@@ -47,7 +47,7 @@ struct TmpRulesTests {
             let tmpMode = RulesSys.lstat(r.backingPath("tmp")).rulesValue?.st_mode
             let result = switch unmounter {
             case .appsandboxfsUnmount: r.run(["unmount", r.mountpoint])
-            case .fusermount: runProcess(["fusermount3", "-u", r.mountpoint])
+            case .fusermount: fusermountUnmount(r.mountpoint)
             case .umount: runProcess(["umount", r.mountpoint])
             }
             #expect(result.status == 0, "\(result.stderr)")
@@ -302,7 +302,7 @@ struct TmpRulesTests {
             #expect(DeviceControl.waitForEnd(early, milliseconds: 300) == .timedOut, "a watch ended while mounted")
             try Self.fillTmp(r.path("tmp"), count: 2_000)
             let watch = try #require(DeviceControl.watch(record))
-            #expect(runProcess(["fusermount3", "-u", r.mountpoint]).status == 0)
+            #expect(fusermountUnmount(r.mountpoint).status == 0)
             #expect(DeviceControl.waitForEnd(watch, milliseconds: 30_000) == .finished)
             #expect(RulesSys.list(r.backingPath("tmp")).rulesValue == [], "tmp not yet empty when the watch ended")
             #expect(!StatusFile.records().contains { $0.record.pid == pid }, "the record still there when the watch ended")
@@ -390,7 +390,7 @@ struct TmpRulesTests {
                 try r.mountForeground()
                 try Self.fillTmp(r.path("tmp"), count: 2_000)
                 let old = r.driverPIDs()
-                #expect(runProcess(["fusermount3", "-u", r.mountpoint]).status == 0)
+                #expect(fusermountUnmount(r.mountpoint).status == 0)
                 try r.mountForeground()
                 try writeFile(r.path("tmp/new.txt"), "written by the new mount\n")
                 for pid in old { _ = waitForExit(pid, timeout: 30) }

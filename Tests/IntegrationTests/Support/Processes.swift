@@ -94,3 +94,17 @@ func inOwnMountNamespace(_ command: [String]) -> [String] {
         + #"while read -r m; do umount -l -- "$(printf '%b' "$m")" 2>/dev/null; done; exec "$@""#
     return ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", detach, "sh"] + command
 }
+
+/// `fusermount3 -u MOUNTPOINT`, tried again for up to two seconds while it
+/// fails and the mount is still there: another test's look at every mount
+/// (`status`'s statfs) holds a mount for a moment, as `unmount` allows for.
+func fusermountUnmount(_ mountpoint: String) -> (status: Int32, stdout: String, stderr: String) {
+    var result = runProcess(["fusermount3", "-u", mountpoint], timeout: 30)
+    let deadline = monotonicNow() + 2
+    while result.status != 0 && monotonicNow() < deadline
+        && readFileText("/proc/self/mountinfo").contains(" \(mountpoint) ") {
+        usleep(50_000)
+        result = runProcess(["fusermount3", "-u", mountpoint], timeout: 30)
+    }
+    return result
+}
