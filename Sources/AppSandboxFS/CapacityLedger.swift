@@ -38,10 +38,11 @@ import SystemPackage
 /// The kernel sends a file's RELEASE after close(2) has returned, so the
 /// caller's next call (the unlink, then a write) can be served before that
 /// release: `rm big; write` would find the space still held by a file no
-/// one has open. A refusal therefore waits, for at most `releaseWait`, while
-/// a file became such an orphan within the last `recentOrphan`. A file a
-/// process really keeps open after its unlink only delays the refusals of
-/// the second after the unlink, each by that wait.
+/// one has open. A refusal therefore waits, for at most `releaseWait`, when
+/// the files whose last name went within the last `recentOrphan` while a
+/// handle was open hold enough to let all of it through. A file a process really
+/// keeps open after its unlink only delays such refusals in the second
+/// after the unlink; an O_TMPFILE file (never named) none.
 ///
 /// Offsets and lengths come from callers and may be anything up to
 /// 2^63 - 1: the arithmetic on them (`DiskSpace.writable`) cannot overflow.
@@ -52,6 +53,16 @@ public final class CapacityLedger: Sendable {
     struct Tracked {
         var bytes: Int64
         var users: Int
+        /// Whether the file had a name when the first call on it began.
+        var hadName: Bool
+    }
+
+    struct Orphan {
+        /// When its last name went (monotonic ms); nil for a file that never
+        /// had one here (O_TMPFILE): no release of it is on its way.
+        var since: Int?
+        /// The space it holds (as counted in `used`).
+        var bytes: Int64
     }
 
     struct State {
@@ -63,8 +74,7 @@ public final class CapacityLedger: Sendable {
         /// Open handles per file: an unlinked file keeps its space while open.
         var openHandles: [InodeKey: Int] = [:]
         /// Unlinked files still open: still counted, freed at last release.
-        /// The value: when it became one (monotonic milliseconds).
-        var orphans: [InodeKey: Int] = [:]
+        var orphans: [InodeKey: Orphan] = [:]
         /// Files whose space was given back because their last name went;
         /// a file the driver still holds (O_PATH) must not be freed twice.
         /// An entry goes when its inode number comes back with links.
@@ -173,10 +183,18 @@ public final class CapacityLedger: Sendable {
                 let status = try Self.stat(fd)
                 let decision = DiskSpace.writable(size: Int64(status.st_size), allocated: Self.bytes(status), offset: offset,
                                                   length: length, free: capacity - state.used - state.reserved, blockSize: blockSize)
-                if decision.allowed < length, mayWait, releasesMayCome(state) { return .retry }
+                // Waited for only when the space on its way lets all of it through.
+                if decision.allowed < length, mayWait {
+                    let coming = bytesOnTheirWay(state)
+                    if coming > 0, DiskSpace.writable(size: Int64(status.st_size), allocated: Self.bytes(status), offset: offset,
+                                                      length: length, free: capacity - state.used - state.reserved + coming,
+                                                      blockSize: blockSize).allowed == length {
+                        return .retry
+                    }
+                }
                 guard decision.allowed > 0, !whole || decision.allowed == length else { return .answer(nil) }
                 let key = InodeKey(status)
-                register(key, bytes: Self.bytes(status), in: &state)
+                register(key, status: status, in: &state)
                 state.reserved += decision.reserve
                 return .answer((decision.allowed, decision.reserve, key))
             }
@@ -224,35 +242,32 @@ public final class CapacityLedger: Sendable {
     // MARK: Inside
 
     private func begin(reserving bytes: Int64, tracking fds: [FileDescriptor]) throws(Errno) -> [InodeKey] {
-        if bytes > 0 {
-            let fits = waitingForReleases { (mayWait) -> Attempt<Bool> in
-                withState { state in
-                    if state.used + state.reserved + bytes <= capacity { return .answer(true) }
-                    return mayWait && releasesMayCome(state) ? .retry : .answer(false)
+        try waitingForReleases { (mayWait) throws(Errno) -> Attempt<[InodeKey]> in
+            try withState { (state) throws(Errno) -> Attempt<[InodeKey]> in
+                if bytes > 0 && state.used + state.reserved + bytes > capacity {
+                    let coming = mayWait ? bytesOnTheirWay(state) : 0
+                    if coming > 0 && state.used + state.reserved - coming + bytes <= capacity { return .retry }
+                    throw Errno.noSpace
                 }
+                var keys: [InodeKey] = []
+                for fd in fds {
+                    let status = try Self.stat(fd)
+                    let key = InodeKey(status)
+                    if status.st_nlink > 0 { state.freed.remove(key) }
+                    register(key, status: status, in: &state)
+                    keys.append(key)
+                }
+                state.reserved += bytes
+                return .answer(keys)
             }
-            if !fits { throw Errno.noSpace }
-        }
-        return try withState { (state) throws(Errno) -> [InodeKey] in
-            if bytes > 0 && state.used + state.reserved + bytes > capacity { throw Errno.noSpace }
-            var keys: [InodeKey] = []
-            for fd in fds {
-                let status = try Self.stat(fd)
-                let key = InodeKey(status)
-                if status.st_nlink > 0 { state.freed.remove(key) }
-                register(key, bytes: Self.bytes(status), in: &state)
-                keys.append(key)
-            }
-            state.reserved += bytes
-            return keys
         }
     }
 
-    private func register(_ key: InodeKey, bytes: Int64, in state: inout State) {
+    private func register(_ key: InodeKey, status: Glibc.stat, in state: inout State) {
         if state.inFlight[key] != nil {
             state.inFlight[key]!.users += 1
         } else {
-            state.inFlight[key] = Tracked(bytes: bytes, users: 1)
+            state.inFlight[key] = Tracked(bytes: Self.bytes(status), users: 1, hadName: status.st_nlink > 0)
         }
     }
 
@@ -265,6 +280,7 @@ public final class CapacityLedger: Sendable {
                     let now = Self.bytes(status)
                     if !state.freed.contains(key) { state.used += now - tracked.bytes }
                     tracked.bytes = now
+                    state.orphans[key]?.bytes = now
                     // It has a name (again): an O_TMPFILE file, or one
                     // unlinked while open, that linkat(2) named. From now
                     // on an ordinary file: its space stays at its last
@@ -274,7 +290,7 @@ public final class CapacityLedger: Sendable {
                     // its last close.
                     if status.st_nlink == 0, !state.freed.contains(key), state.orphans[key] == nil {
                         if state.openHandles[key] != nil {
-                            state.orphans[key] = monotonicMilliseconds()
+                            state.orphans[key] = Orphan(since: tracked.hadName ? monotonicMilliseconds() : nil, bytes: now)
                         } else {
                             state.used -= now
                             state.freed.insert(key)
@@ -293,16 +309,18 @@ public final class CapacityLedger: Sendable {
         case retry
     }
 
-    /// Whether a refusal should wait: a file lost its last name while
-    /// open within the last `recentOrphan` ms, and its release may be the
-    /// one the kernel has not delivered yet.
-    private func releasesMayCome(_ state: State) -> Bool {
-        guard !state.orphans.isEmpty else { return false }
+    /// The space of the files whose last name went while open within the
+    /// last `recentOrphan` ms: their releases may be on their way.
+    private func bytesOnTheirWay(_ state: State) -> Int64 {
+        guard !state.orphans.isEmpty else { return 0 }
         let now = monotonicMilliseconds()
-        return state.orphans.values.contains { now - $0 < recentOrphan }
+        return state.orphans.values.reduce(0) { total, orphan in
+            guard let since = orphan.since, now - since < recentOrphan else { return total }
+            return total + orphan.bytes
+        }
     }
 
-    /// `attempt(mayWait)` until it answers, every millisecond; `mayWait`
+    /// `attempt(mayWait)` until it answers, every 2 ms; `mayWait`
     /// is false once `releaseWait` ms have passed since the first retry,
     /// and the attempt must answer then.
     private func waitingForReleases<T, E: Error>(_ attempt: (_ mayWait: Bool) throws(E) -> Attempt<T>) throws(E) -> T {
@@ -311,7 +329,7 @@ public final class CapacityLedger: Sendable {
             let mayWait = deadline.map { monotonicMilliseconds() < $0 } ?? true
             if case .answer(let answer) = try attempt(mayWait) { return answer }
             if deadline == nil { deadline = monotonicMilliseconds() + releaseWait }
-            usleep(1_000)
+            usleep(2_000)
         }
     }
 
