@@ -15,9 +15,10 @@ struct UnmountCommand: ParsableCommand {
             Returns once the mount is gone and its driver has emptied tmp (unless mounted
             with --keep-tmp) and let go of the container (its process ends a moment
             later), so the container can be mounted again at once.
-            A busy mount (a file, working folder or mapping still open in it) is left
-            mounted, and the processes keeping it busy are named; with --lazy it is
-            detached at once instead and goes away when the last of them lets go (as
+            A mount busy for a moment (another tool's statfs or listing) is tried again
+            for up to a second. A mount still busy (a file, working folder or mapping open
+            in it) is left mounted, and the processes keeping it busy are named; with
+            --lazy it is detached instead and goes away when the last of them lets go (as
             fusermount3 -u -z; the driver then empties tmp and exits after this command
             has returned). A stale mount (the driver died) is cleaned up. `umount
             MOUNTPOINT` (as root) and `fusermount3 -u MOUNTPOINT` unmount too.
@@ -49,7 +50,14 @@ struct UnmountCommand: ParsableCommand {
         // Tried first, stale or not: a mount that nothing holds goes away
         // at once either way, and the stale-mount probe (a statfs on a
         // thread of its own) is only needed to tell why it did not.
-        let (status, message) = Self.detachWaitingOutAMoment(path)
+        var (status, message) = Self.detach(path, lazy: false)
+        // Busy: tried again for a moment, unless the driver died (a stale
+        // mount stays busy; it is detached lazily below).
+        var stale: Bool?
+        if status != 0, Self.saysBusy(message), MountTable.isMounted(path) {
+            stale = MountTable.isStale(path)
+            if stale == false { (status, message) = Self.detachWaitingOutAMoment(path, after: (status, message)) }
+        }
         if status == 0 {
             if let driver {
                 Self.waitForDriver(driver, watch: watch)
@@ -62,7 +70,7 @@ struct UnmountCommand: ParsableCommand {
         }
         // A stale mount (the driver died) is detached lazily without asking:
         // nobody can use it any more. A live one that is busy only with --lazy.
-        if !MountTable.isStale(path) {
+        if !(stale ?? MountTable.isStale(path)) {
             let holders = MountUsers.holding(path)
             guard lazy else {
                 let who = holders.isEmpty ? "no process found holding it (\(message))" : "used by " + holders.joined(separator: "; ")
@@ -91,17 +99,24 @@ extension UnmountCommand {
         return runTool("/usr/bin/fusermount3", lazy ? ["-u", "-z", path] : ["-u", path], capturingErrors: true)
     }
 
-    /// `detach(path, lazy: false)`, tried again for up to a second while
-    /// the mount is busy but still listed and not stale: another tool's
-    /// statfs or listing holds a mount for the moment its driver takes to
-    /// answer (`status` looks at every container mount that way), and
-    /// unmounting should not fail for that. A mount really in use is
-    /// reported busy a second later.
-    static func detachWaitingOutAMoment(_ path: String) -> (status: Int32, errors: String) {
-        var result = detach(path, lazy: false)
-        guard result.status != 0, MountTable.isMounted(path), !MountTable.isStale(path) else { return result }
+    /// Whether a failed detach said the mount is busy (umount2's EBUSY, or
+    /// fusermount3's message with it).
+    static func saysBusy(_ message: String) -> Bool {
+        message.contains(errorText(EBUSY)) || message.contains("busy")
+    }
+
+    /// `detach(path, lazy: false)` after the failure `first`, tried again
+    /// for up to a second while it fails busy and the mount is still
+    /// listed: another tool's statfs or listing holds a mount for the moment
+    /// its driver takes to answer (`status` looks at every container mount
+    /// that way), and unmounting should not fail for that. A mount really
+    /// in use is reported busy a second later; any other failure at once.
+    static func detachWaitingOutAMoment(_ path: String, after first: (status: Int32, errors: String))
+        -> (status: Int32, errors: String)
+    {
+        var result = first
         let deadline = monotonicMilliseconds() + 1_000
-        while result.status != 0, monotonicMilliseconds() < deadline, MountTable.isMounted(path) {
+        while result.status != 0, saysBusy(result.errors), monotonicMilliseconds() < deadline, MountTable.isMounted(path) {
             usleep(20_000)
             result = detach(path, lazy: false)
         }
