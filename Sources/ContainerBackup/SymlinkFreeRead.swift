@@ -23,8 +23,9 @@ import Spawning
 /// mounts of the moment (read here, by MountInfo) are detached there first.
 enum SymlinkFreeRead {
     /// `sh -c` script: $0 is the backing folder, $1 the number of mount
-    /// points to detach, then those, then the command.
-    static let script = #"n=$1; shift; while [ "$n" -gt 0 ]; do umount -l -- "$1" 2>/dev/null; shift; n=$((n - 1)); done; "#
+    /// points to detach, then those, then the command. `umount -n`: the
+    /// host's /run/mount/utab is not this namespace's to change.
+    static let script = #"n=$1; shift; while [ "$n" -gt 0 ]; do umount -l -n -- "$1" 2>/dev/null; shift; n=$((n - 1)); done; "#
         + #"mount --bind -- "$0" "$0" && mount -o remount,bind,nosymfollow -- "$0" && exec "$@""#
 
     /// The container mounts a namespace made now would copy, but not one
@@ -41,15 +42,16 @@ enum SymlinkFreeRead {
             // The caller's own permissions bound what tar can read.
             return (arguments, nil)
         }
-        let detach = containerMounts(besides: root)
-        let wrapper = ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", script, root, String(detach.count)] + detach
-        // Tried first without tar: a wrapper that fails later could not be
-        // told from tar's own failures.
-        let probe = ChildProcess.run(wrapper + ["true"], timeout: 30)
+        func wrapper(detaching mounts: [String]) -> [String] {
+            ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", script, root, String(mounts.count)] + mounts
+        }
+        // Tried first without tar (and without detaching anything): a
+        // wrapper that fails later could not be told from tar's own failures.
+        let probe = ChildProcess.run(wrapper(detaching: []) + ["true"], timeout: 30)
         guard probe.status == 0 else {
             let reason = probe.standardError.split(separator: "\n").last.map(String.init) ?? "exit \(probe.status)"
             return (arguments, "cannot keep tar from following links below \(root) (\(reason)): members are read by their paths")
         }
-        return (wrapper + arguments, nil)
+        return (wrapper(detaching: containerMounts(besides: root)) + arguments, nil)
     }
 }

@@ -115,12 +115,13 @@ public func readText(_ path: String) -> String? {
 }
 
 #if os(Linux)
-/// The process's umask, read from /proc/self/status without changing it.
-/// umask(2) can only set the mask, and setting it to read it leaves every
-/// other thread creating files with the wrong mask for that moment. Nil
-/// when the kernel does not show it (before Linux 4.7).
+/// The calling thread's umask (the process's, unless the thread unshared
+/// its file-system context), read from /proc/thread-self/status without
+/// changing it. umask(2) can only set the mask, and setting it to read it
+/// leaves every other thread creating files with the wrong mask for that
+/// moment. Nil when the kernel does not show it (before Linux 4.7).
 public func processUmask() -> mode_t? {
-    guard let status = readText("/proc/self/status") else { return nil }
+    guard let status = readText("/proc/thread-self/status") else { return nil }
     for line in status.split(separator: "\n") where line.hasPrefix("Umask:") {
         return mode_t(line.dropFirst("Umask:".count).filter { $0 != " " && $0 != "\t" }, radix: 8)
     }

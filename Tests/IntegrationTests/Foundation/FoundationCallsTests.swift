@@ -180,6 +180,26 @@ struct FoundationCallsTests {
         }
     }
 
+    @Test("F1: the preload library asks the loader for C library symbols only (none of libstdc++, libm or Swift's), so it loads anywhere a C program does")
+    func preloadNeedsOnlyLibc() throws {
+        let library = Binaries.foundationBridge
+        let dynamic = runProcess(["readelf", "-d", "-W", library])
+        try #require(dynamic.status == 0, "\(dynamic.stderr)")
+        let needed = dynamic.stdout.split(separator: "\n").filter { $0.contains("(NEEDED)") }
+        #expect(needed.count == 1 && needed[0].contains("[libc.so.6]"), "\(needed)")
+        // Undefined symbols must come from glibc (versioned) or be weak; a
+        // libm or C++ one would link (the stand-in archives are empty) and
+        // then fail when the library is preloaded.
+        let symbols = runProcess(["nm", "-D", "--undefined-only", library])
+        try #require(symbols.status == 0, "\(symbols.stderr)")
+        let strays = symbols.stdout.split(separator: "\n").filter { line in
+            let fields = line.split(separator: " ")
+            guard fields.count >= 2 else { return false }
+            return fields[fields.count - 2] != "w" && !fields.last!.contains("@GLIBC_")
+        }
+        #expect(strays.isEmpty, "\(strays)")
+    }
+
     @Test("F2: run without the bridge beside appsandboxfs says so in one line, and runs the program; env prints LD_PRELOAD with it")
     func bridgeMissing() throws {
         try withMountedContainer { m in
