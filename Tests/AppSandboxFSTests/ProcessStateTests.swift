@@ -13,17 +13,21 @@ import Testing
 struct ProcessStateTests {
     /// Where the calls are allowed, and why.
     static let allowed: [String: String] = [
-        "Sources/DriverRuntime/ContainerDriver.swift": "the driver program's own start, before any thread",
-        "Sources/FuseKit/WorkerLoop.swift": "a serving thread after unshare(CLONE_FS): its umask is its own",
+        "Sources/DriverRuntime/ContainerDriver.swift": "the driver program's own start, before any thread; RLIMIT_NOFILE raised also in the in-process fixture's process (docs/ci.md says so)",
+        "Sources/DriverRuntime/Daemon.swift": "the daemonised driver's own descriptors",
+        "Sources/FuseKit/Session.swift": "standard error swapped during the mount only in a process that owns its signals (a driver program)",
+        "Sources/FuseKit/WorkerLoop.swift": "a serving thread after unshare(CLONE_FS): its umask is its own; the wake-up signal's no-op handler (docs/ci.md says so)",
+        "Sources/ContainerBackup/TarArchive.swift": "SIGPIPE ignored while an archive is piped: the command line's own process",
         "Sources/appsandboxfs/RunCommand.swift": "`run` sets the environment its program inherits, in the command's own process",
         "Sources/CLinux/confine.c": "the confined child, after fork",
         "Tests/fsprobe/main.swift": "fsprobe is a program of its own",
         "Tests/fsprobe/Interpreter.swift": "fsprobe is a program of its own",
         "Tests/AppSandboxTestingExamples/InProcessFixtureTests.swift": "sets a umask only when the process has none (0), to test that serving ignores it",
     ]
-    static let calls = ["chdir(", "fchdir(", "umask(", "setenv(", "unsetenv(", "putenv(", "changeCurrentDirectoryPath("]
+    static let calls = ["chdir(", "fchdir(", "umask(", "setenv(", "unsetenv(", "putenv(", "changeCurrentDirectoryPath(",
+                        "setrlimit(", "sigaction(", "signal(SIG", "dup2(", "sigprocmask("]
 
-    @Test("No chdir, umask or setenv outside the places that own their process")
+    @Test("No chdir, umask, setenv, setrlimit, signal handler or dup2 outside the places that own their process")
     func noProcessWideChanges() throws {
         let root = URL(fileURLWithPath: #filePath)
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -41,7 +45,7 @@ struct ProcessStateTests {
                     for call in Self.calls where code.contains(call) {
                         // `processUmask(` reads; a name ending in one of the calls is another function.
                         let before = code.range(of: call).map { code[..<$0.lowerBound].last } ?? nil
-                        if let before, before.isLetter || before.isNumber || before == "_" { continue }
+                        if let before, before.isLetter || before.isNumber || before == "_" || before == "." { continue }
                         offenders.append("\(relative):\(number + 1): \(line.trimmingCharacters(in: .whitespaces))")
                     }
                 }
