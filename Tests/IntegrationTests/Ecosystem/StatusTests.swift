@@ -173,6 +173,10 @@ struct EcosystemStatusTests {
             // No record: status must ask the mount itself.
             #expect(unlink(state + "/\(pid).json") == 0)
             #expect(kill(pid, SIGSTOP) == 0)
+            // Every thread stopped before status asks: a worker still running
+            // could take status's statfs and then stop, and status could not
+            // exit until the driver answered.
+            #expect(waitUntilStopped(pid), "the driver \(pid) did not stop")
             // Resumed before the clean-up unmounts, whatever happens here,
             // and answering again: a request still on its way would keep
             // the mount busy for the clean-up's unmount.

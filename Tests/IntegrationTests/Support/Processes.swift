@@ -2,6 +2,7 @@
 // (Spawning: posix_spawn, waitpid on one pid), output through temporary
 // files (no pipes, so no deadlock on a full pipe).
 
+import Foundation
 import Glibc
 import Spawning
 
@@ -107,4 +108,24 @@ func fusermountUnmount(_ mountpoint: String) -> (status: Int32, stdout: String, 
         result = runProcess(["fusermount3", "-u", mountpoint], timeout: 30)
     }
     return result
+}
+
+/// Waits until every thread of `pid` has stopped (state T or t in
+/// /proc/PID/task/TID/stat), up to `timeout` seconds. kill(SIGSTOP) returns
+/// before they have: a driver thread still running can take a request from
+/// /dev/fuse and only then stop, and the kernel waits for the answer to a
+/// request a driver has taken without letting the asker go, not even to exit.
+func waitUntilStopped(_ pid: pid_t, timeout: Double = 10) -> Bool {
+    let deadline = monotonicNow() + timeout
+    while true {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        let states = tasks.map { task -> Character? in
+            let stat = readFileText("/proc/\(pid)/task/\(task)/stat")
+            guard let close = stat.lastIndex(of: ")") else { return nil }
+            return stat[stat.index(after: close)...].first { $0 != " " }
+        }
+        if !states.isEmpty && states.allSatisfy({ $0 == "T" || $0 == "t" }) { return true }
+        if monotonicNow() > deadline { return false }
+        usleep(2_000)
+    }
 }
